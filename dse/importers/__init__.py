@@ -1,0 +1,1 @@
+"""Importers: ONNX files and SCALE-Sim topology CSVs become dse.graph.Graph."""

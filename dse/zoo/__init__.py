@@ -1,0 +1,1 @@
+"""Built-in model zoo: every model is a function returning a dse.graph.Graph."""

@@ -1,0 +1,1 @@
+"""Hardware models: (Mapping, Arch) -> Metrics, and the catalogs of outside numbers."""

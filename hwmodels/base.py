@@ -1,0 +1,85 @@
+"""The hardware-model contract: ``evaluate(mapping, arch) -> Metrics``.
+
+Metrics are plain numbers with fixed names and units, so the explorer, the
+store and the report can treat every template alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from mappers.base import Mapping
+from templates.base import Arch
+
+# name -> (unit, better direction, description); objectives and constraints name these.
+METRICS: dict[str, tuple[str, str, str]] = {
+    "latency_ms": ("ms", "min", "end-to-end latency of one inference (one batch)"),
+    "latency_cycles": ("cycles", "min", "end-to-end latency in clock cycles"),
+    "throughput_ips": ("inferences/s", "max", "batch / latency"),
+    "energy_mj": ("mJ", "min", "energy of one inference (one batch)"),
+    "edp": ("mJ*ms", "min", "energy-delay product"),
+    "area_mm2": ("mm^2", "min", "silicon area"),
+    "power_w": ("W", "min", "average power while running the workload"),
+    "utilization": ("fraction", "max", "MAC-weighted utilization of the compute array"),
+    "dram_mb": ("MB", "min", "DRAM (off-chip) traffic, reads + writes"),
+    "tops_per_w": ("TOPS/W", "max", "effective arithmetic throughput per watt"),
+    # FPGA resources (fpga_dataflow template)
+    "dsp": ("DSP slices", "min", "DSP slices used"),
+    "lut": ("LUTs", "min", "lookup tables used"),
+    "ff": ("FFs", "min", "flip-flops used"),
+    "bram": ("BRAM18K", "min", "18 Kb block RAMs used"),
+}
+
+
+@dataclass
+class LayerMetrics:
+    """Per-op figures. Energies in pJ, traffic in bytes."""
+
+    layer: str
+    kind: str
+    cycles: float
+    compute_cycles: float
+    stall_cycles: float
+    macs: int
+    utilization: float
+    dram_read_bytes: float
+    dram_write_bytes: float
+    sram_read_bytes: float = 0.0
+    sram_write_bytes: float = 0.0
+    energy_pj: float = 0.0
+    energy_breakdown_pj: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def row(self) -> dict[str, Any]:
+        d = asdict(self)
+        breakdown = d.pop("energy_breakdown_pj")
+        extra = d.pop("extra")
+        d.update({f"energy_{k}_pj": v for k, v in breakdown.items()})
+        d.update(extra)
+        return d
+
+
+@dataclass
+class Metrics:
+    """Whole-workload figures for one design. ``values`` holds the METRICS names that apply."""
+
+    values: dict[str, float]
+    energy_breakdown_pj: dict[str, float] = field(default_factory=dict)
+    layers: list[LayerMetrics] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)  # mapper/solver facts, notes
+
+    def __getitem__(self, name: str) -> float:
+        return self.values[name]
+
+    def flat(self) -> dict[str, float]:
+        """Scalar metrics plus the energy breakdown as ``energy_<component>_mj`` columns."""
+        out = dict(self.values)
+        out.update({f"energy_{k}_mj": v * 1e-9 for k, v in self.energy_breakdown_pj.items()})
+        return out
+
+
+class HwModel(Protocol):
+    name: str
+
+    def evaluate(self, mapping: Mapping, arch: Arch) -> Metrics: ...

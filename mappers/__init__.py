@@ -1,0 +1,1 @@
+"""Mappers: decide how a Graph runs on an Arch (tiling, order, residency)."""

@@ -1,0 +1,67 @@
+"""The mapper contract: ``map(graph, arch) -> Mapping``.
+
+A Mapping says how each op of a graph runs on one arch: its tile (the loop
+bounds held on chip at once), loop order / stationarity, and where its tensors
+live. Mappers know nothing of YAML or search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from dse.graph import Graph
+from templates.base import Arch
+
+
+class MappingError(ValueError):
+    """No legal mapping exists; ``node`` names the op and the message says why."""
+
+    def __init__(self, message: str, node: str | None = None):
+        super().__init__(message)
+        self.node = node
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A tensor (or tile of it) held in a scratchpad from ``start`` to ``end`` (op indices, inclusive)."""
+
+    tensor: str
+    memory: str  # e.g. "ifmap_sram", "filter_sram", "ofmap_sram", "scratchpad"
+    offset: int  # bytes
+    size: int  # bytes
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class OpMapping:
+    """How one op runs: tile bounds per loop dim, loop order, and the on-chip traffic it implies."""
+
+    op: str
+    tile: dict[str, int]
+    loop_order: tuple[str, ...] = ()
+    dataflow: str = ""
+    # tensors of this op that are read from / written to on-chip residency instead of DRAM
+    resident_inputs: tuple[str, ...] = ()
+    resident_output: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Mapping:
+    """A whole-graph mapping: per-op decisions, execution order, buffers and solver facts."""
+
+    graph: Graph
+    arch: Arch
+    ops: dict[str, OpMapping]
+    order: list[str]
+    buffers: list[Buffer] = field(default_factory=list)
+    mapper: str = ""
+    solver: dict[str, Any] = field(default_factory=dict)  # status, objective, bound, gap, seconds
+
+
+class Mapper(Protocol):
+    name: str
+
+    def map(self, graph: Graph, arch: Arch) -> Mapping: ...

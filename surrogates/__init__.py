@@ -1,0 +1,1 @@
+"""Surrogate models (scikit-learn) that predict Metrics from design features."""

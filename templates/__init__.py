@@ -1,0 +1,1 @@
+"""Hardware templates: parameterized families that instantiate an Arch from a point."""

@@ -1,0 +1,106 @@
+"""The template contract: a parameterized hardware family.
+
+Every template declares its parameters with ``params()`` and turns one point
+(a mapping of parameter name to value) into an immutable ``Arch`` with
+``instantiate(point)``. Templates know nothing of search, graphs or YAML.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Mapping
+
+
+class TemplateError(ValueError):
+    """A parameter value is not allowed. ``param`` names it; the message says what is allowed."""
+
+    def __init__(self, message: str, param: str | None = None):
+        super().__init__(message)
+        self.param = param
+
+
+@dataclass(frozen=True)
+class Param:
+    """One template parameter: its type, default and what values are legal."""
+
+    name: str
+    type: str  # "int" | "float" | "str" | "bool"
+    default: Any
+    doc: str = ""
+    choices: tuple[Any, ...] | None = None
+    low: float | None = None
+    high: float | None = None
+    unit: str = ""
+
+    def check(self, value: Any) -> Any:
+        """Coerce ``value`` to this parameter's type or raise TemplateError saying what is allowed."""
+        if value is None and self.default is None:
+            return None
+        try:
+            if self.type == "int":
+                if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                    raise ValueError
+                v: Any = int(value)
+            elif self.type == "float":
+                if isinstance(value, bool):
+                    raise ValueError
+                v = float(value)
+            elif self.type == "bool":
+                if not isinstance(value, bool):
+                    raise ValueError
+                v = value
+            else:
+                v = str(value)
+        except (TypeError, ValueError):
+            raise TemplateError(f"{self.name} must be a {self.type}, got {value!r}", self.name) from None
+        if self.choices is not None and v not in self.choices:
+            allowed = ", ".join(map(str, self.choices))
+            raise TemplateError(f"{self.name}={v!r} is not allowed; choose one of: {allowed}", self.name)
+        if self.low is not None and v < self.low:
+            raise TemplateError(f"{self.name}={v!r} is below the minimum {self.low:g}{self.unit}", self.name)
+        if self.high is not None and v > self.high:
+            raise TemplateError(f"{self.name}={v!r} is above the maximum {self.high:g}{self.unit}", self.name)
+        return v
+
+
+@dataclass(frozen=True)
+class Arch:
+    """An immutable description of one design. Subclasses add their fields."""
+
+    kind: ClassVar[str] = "arch"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+class Template(ABC):
+    """A hardware family: declares parameters, instantiates an Arch from a point."""
+
+    kind: ClassVar[str]
+
+    @abstractmethod
+    def params(self) -> list[Param]:
+        """Every parameter this template takes, with defaults and legal values."""
+
+    @abstractmethod
+    def instantiate(self, point: Mapping[str, Any]) -> Arch:
+        """One design from a point; missing parameters take their defaults."""
+
+    def param(self, name: str) -> Param:
+        for p in self.params():
+            if p.name == name:
+                return p
+        raise TemplateError(
+            f"{self.kind} has no parameter {name!r}; its parameters are: "
+            + ", ".join(p.name for p in self.params()),
+            name,
+        )
+
+    def resolve(self, point: Mapping[str, Any]) -> dict[str, Any]:
+        """Check every value in ``point``, fill in defaults, refuse unknown names."""
+        known = {p.name: p for p in self.params()}
+        for name in point:
+            if name not in known:
+                self.param(name)  # raises with the list of known parameters
+        return {name: p.check(point[name]) if name in point else p.default for name, p in known.items()}
