@@ -9,9 +9,10 @@ bottom of the pipeline (spec -> graph -> arch -> mapping -> metrics).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 PRECISION_BYTES: dict[str, int] = {
     "int4": 1,  # stored one per byte; packing is a hardware-model concern
@@ -236,7 +237,7 @@ class Graph:
             f"{self.weight_bytes / 2**20:.2f} MiB weights"
         )
 
-    def with_elem_bytes(self, elem_bytes: int) -> "Graph":
+    def with_elem_bytes(self, elem_bytes: int) -> Graph:
         """The same graph with every tensor stored at ``elem_bytes`` per element."""
         tensors = {n: replace(t, elem_bytes=elem_bytes) for n, t in self.tensors.items()}
         return Graph(self.name, list(self.ops), tensors, dict(self.meta))
@@ -457,9 +458,7 @@ class GraphBuilder:
         numel = math.prod(shape)
         if numel % length:
             raise GraphError(f"fft {name}: length {length} does not divide tensor of {numel} elements", node=name)
-        return self.add_op(
-            name, OpKind.FFT, dict(B=numel // length, L=length), [x], shape, None, dict(inverse=inverse)
-        )
+        return self.add_op(name, OpKind.FFT, dict(B=numel // length, L=length), [x], shape, None, dict(inverse=inverse))
 
     def scan(self, x: str, *extra: str, state: int, name: str | None = None) -> str:
         """Selective scan over x[B, L, D] with a state of size ``state`` per channel."""

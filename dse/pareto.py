@@ -1,0 +1,198 @@
+"""Pareto fronts and hypervolume over evaluated design points.
+
+Everything here works on a minimise-everything scale: ``max`` objectives are
+negated first, so one dominance rule serves every spec. The hypervolume itself
+comes from optuna's exact WFG implementation (optuna is already a dependency
+for the samplers); we only add the normalisation that makes runs comparable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from optuna._hypervolume import compute_hypervolume
+
+from dse.objectives import Constraint, Objective
+
+REFERENCE_FACTOR = 1.1  # reference point = 1.1 x the worst normalised value (i.e. 1.1 after scaling to [0, 1])
+
+
+def to_minimisation(values: np.ndarray, directions: Sequence[str]) -> np.ndarray:
+    """Negate the ``max`` columns so that smaller is better everywhere."""
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 2 or values.shape[1] != len(directions):
+        raise ValueError(f"values must be (n, {len(directions)}), got shape {values.shape}")
+    unknown = [d for d in directions if d not in ("min", "max")]
+    if unknown:
+        raise ValueError(f"directions must be 'min' or 'max', got {unknown}")
+    signs = np.array([1.0 if d == "min" else -1.0 for d in directions])
+    return values * signs
+
+
+def pareto_mask(values: np.ndarray, directions: Sequence[str]) -> np.ndarray:
+    """True for rows no other row dominates. Rows with NaN are never on the front.
+
+    Works for any number of objectives in O(n x front) vectorised steps: rows are
+    visited in lexicographic order, so a row that survives until its turn is
+    non-dominated and removes everything it dominates.
+    """
+    v = to_minimisation(values, directions)
+    mask = np.zeros(len(v), dtype=bool)
+    candidates = np.flatnonzero(~np.isnan(v).any(axis=1))
+    if candidates.size == 0:
+        return mask
+    order = np.lexsort(v[candidates].T[::-1])
+    remaining = candidates[order]
+    i = 0
+    while i < remaining.size:
+        pivot = v[remaining[i]]
+        rest = v[remaining]
+        dominated = np.all(pivot <= rest, axis=1) & np.any(pivot < rest, axis=1)
+        kept_before = np.count_nonzero(~dominated[:i])
+        remaining = remaining[~dominated]
+        i = kept_before + 1
+    mask[remaining] = True
+    return mask
+
+
+def hypervolume(points_min: np.ndarray, reference: np.ndarray) -> float:
+    """Exact hypervolume dominated by ``points_min`` (all objectives minimised) up to ``reference``.
+
+    Points that do not dominate the reference add nothing and are dropped (optuna refuses them).
+    """
+    points = np.asarray(points_min, dtype=float)
+    reference = np.asarray(reference, dtype=float)
+    if points.size == 0:
+        return 0.0
+    points = points.reshape(-1, reference.shape[0])
+    inside = np.all(points <= reference, axis=1) & ~np.isnan(points).any(axis=1)
+    if not inside.any():
+        return 0.0
+    return float(compute_hypervolume(points[inside], reference))
+
+
+@dataclass(frozen=True)
+class Normalisation:
+    """Per-objective affine scaling to [0, 1] over a run's range (minimise scale)."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+
+    @classmethod
+    def from_values(cls, points_min: np.ndarray) -> Normalisation:
+        points = np.asarray(points_min, dtype=float)
+        if points.size == 0 or np.isnan(points).all():
+            raise ValueError("cannot normalise an empty set of points")
+        return cls(lower=np.nanmin(points, axis=0), upper=np.nanmax(points, axis=0))
+
+    def apply(self, points_min: np.ndarray) -> np.ndarray:
+        span = np.where(self.upper > self.lower, self.upper - self.lower, 1.0)
+        return (np.asarray(points_min, dtype=float) - self.lower) / span
+
+    @property
+    def reference(self) -> np.ndarray:
+        """1.1 x the worst point, in normalised units (the worst maps to 1)."""
+        return np.full(self.lower.shape, REFERENCE_FACTOR)
+
+
+def feasible_mask(frame: pd.DataFrame, constraints: Sequence[Constraint] = ()) -> np.ndarray:
+    """ok points whose metrics satisfy every constraint (a missing metric is a violation)."""
+    mask = np.ones(len(frame), dtype=bool)
+    if "status" in frame:
+        mask &= (frame["status"] == "ok").to_numpy()
+    for constraint in constraints:
+        if constraint.metric not in frame:
+            return np.zeros(len(frame), dtype=bool)
+        column = pd.to_numeric(frame[constraint.metric], errors="coerce").to_numpy(dtype=float)
+        ok = ~np.isnan(column)
+        if constraint.high is not None:
+            ok &= column <= constraint.high
+        if constraint.low is not None:
+            ok &= column >= constraint.low
+        mask &= ok
+    return mask
+
+
+def objective_matrix(frame: pd.DataFrame, objectives: Sequence[Objective]) -> np.ndarray:
+    """(n, m) objective values on the minimise scale; NaN where a metric is missing."""
+    columns = []
+    for objective in objectives:
+        if objective.metric in frame:
+            column = pd.to_numeric(frame[objective.metric], errors="coerce").to_numpy(dtype=float)
+        else:
+            column = np.full(len(frame), np.nan)
+        columns.append(column)
+    values = np.column_stack(columns) if columns else np.empty((len(frame), 0))
+    return to_minimisation(values, [o.direction for o in objectives])
+
+
+def front_mask(
+    frame: pd.DataFrame, objectives: Sequence[Objective], constraints: Sequence[Constraint] = ()
+) -> np.ndarray:
+    """Feasible Pareto-optimal rows of a points frame."""
+    feasible = feasible_mask(frame, constraints)
+    values = objective_matrix(frame, objectives)
+    values[~feasible] = np.nan
+    return pareto_mask(values, ["min"] * len(objectives))
+
+
+class FrontTracker:
+    """Incrementally maintained Pareto front (minimise scale), for progress bars and convergence curves."""
+
+    def __init__(self, n_objectives: int):
+        self.front = np.empty((0, n_objectives))
+
+    def add(self, point_min: np.ndarray) -> bool:
+        """Add one point; True when it joined the front."""
+        p = np.asarray(point_min, dtype=float)
+        if np.isnan(p).any():
+            return False
+        f = self.front
+        if len(f) and np.any(np.all(f <= p, axis=1)):
+            return False  # dominated by (or equal to) a front member
+        dominated = np.all(p <= f, axis=1) & np.any(p < f, axis=1) if len(f) else np.zeros(0, dtype=bool)
+        self.front = np.vstack([f[~dominated], p[None, :]])
+        return True
+
+    def __len__(self) -> int:
+        return len(self.front)
+
+
+def hypervolume_history(
+    frame: pd.DataFrame, objectives: Sequence[Objective], constraints: Sequence[Constraint] = ()
+) -> pd.DataFrame:
+    """Normalised hypervolume and front size after each evaluation (by ``seq``), for convergence plots.
+
+    Only ok, feasible points count. Objectives are scaled by the ranges of those points over the whole
+    run, with the reference at 1.1 x the worst, so the last value is the run's final hypervolume.
+    A ``feasible`` column in ``frame`` is used as is when present.
+    """
+    columns = ["seq", "hypervolume", "front_size"]
+    if frame.empty or not objectives:
+        return pd.DataFrame(columns=columns)
+    ordered = frame.sort_values("seq") if "seq" in frame else frame
+    feasible = (
+        ordered["feasible"].to_numpy(dtype=bool, copy=True) if "feasible" in ordered else feasible_mask(ordered, constraints)
+    )
+    if "status" in ordered:
+        feasible &= (ordered["status"] == "ok").to_numpy()
+    values = objective_matrix(ordered, objectives)
+    feasible &= ~np.isnan(values).any(axis=1)
+    seqs = ordered["seq"].to_numpy() if "seq" in ordered else np.arange(len(ordered))
+    if not feasible.any():
+        return pd.DataFrame({"seq": seqs, "hypervolume": 0.0, "front_size": 0})
+    scale = Normalisation.from_values(values[feasible])
+    scaled = scale.apply(values)
+    reference = scale.reference
+    tracker = FrontTracker(len(objectives))
+    current = 0.0
+    volumes, sizes = [], []
+    for row, is_feasible in zip(scaled, feasible):
+        if is_feasible and tracker.add(row):
+            current = hypervolume(tracker.front, reference)
+        volumes.append(current)
+        sizes.append(len(tracker))
+    return pd.DataFrame({"seq": seqs, "hypervolume": volumes, "front_size": sizes})

@@ -1,0 +1,300 @@
+"""The result store: one SQLite file per run directory (``DIR/store.sqlite``).
+
+Every evaluated point is committed here before anyone is told about it, keyed by
+``sha256(evaluation fingerprint, canonical point, dse version)``. A run killed at
+any moment (SIGKILL included) therefore resumes where it stopped, and a point
+whose key is present is never evaluated again. WAL journaling keeps committed
+transactions intact across process crashes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sqlite3
+import time
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import dse
+
+STORE_FILE = "store.sqlite"
+POINT_ID_LENGTH = 12
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS points (
+    key TEXT PRIMARY KEY,
+    point_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL,
+    params TEXT NOT NULL,
+    metrics TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+    reason TEXT,
+    eval_s REAL,
+    evaluator TEXT,
+    exact INTEGER,
+    created REAL
+);
+CREATE INDEX IF NOT EXISTS points_point_id ON points (point_id);
+CREATE INDEX IF NOT EXISTS points_fingerprint_seq ON points (fingerprint, seq);
+CREATE TABLE IF NOT EXISTS layers (key TEXT PRIMARY KEY, rows BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS proposals (tag TEXT NOT NULL, n INTEGER NOT NULL, key TEXT NOT NULL, PRIMARY KEY (tag, n));
+"""
+
+
+def canonical_json(point: Mapping[str, Any] | str) -> str:
+    """Stable JSON text for a point (sorted keys, no whitespace); a string is taken as already canonical."""
+    if isinstance(point, str):
+        return point
+    return json.dumps(dict(point), sort_keys=True, separators=(",", ":"), default=_json_default)
+
+
+def point_key(fingerprint: str, canonical: Mapping[str, Any] | str, version: str = dse.__version__) -> str:
+    """The store key: what was evaluated (fingerprint), where (point) and by which code (version)."""
+    text = "\n".join([fingerprint, canonical_json(canonical), version])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _json_default(value: Any) -> Any:
+    """numpy scalars and other oddities in points/metrics become plain JSON values."""
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
+
+
+@dataclass
+class PointRecord:
+    """One evaluated point as stored: ``status`` is 'ok' or 'failed' (with ``reason``)."""
+
+    key: str
+    params: dict[str, Any]
+    status: str
+    metrics: dict[str, float] = field(default_factory=dict)
+    reason: str | None = None
+    eval_s: float = 0.0
+    evaluator: str = "analytical"
+    exact: bool = True
+    layers: list[dict[str, Any]] = field(default_factory=list)
+    fingerprint: str = ""
+    seq: int | None = None  # assigned by the store on put, in evaluation order
+
+    @property
+    def point_id(self) -> str:
+        return self.key[:POINT_ID_LENGTH]
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class Store:
+    """SQLite-backed store of evaluated points for one run directory."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection):
+        self.path = path
+        self._db = connection
+
+    @classmethod
+    def open(cls, directory: Path | str) -> Store:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / STORE_FILE
+        db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+        db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode: a committed transaction survives any process crash (SIGKILL);
+        # only an OS crash / power loss can drop the last few, which then simply re-run.
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(_SCHEMA)
+        return cls(path, db)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- meta ----------------------------------------------------------------------
+
+    def start_run(self, spec_name: str, spec_yaml: str, fingerprint: str) -> None:
+        """Record which spec this directory holds; ``created`` is kept from the first run."""
+        created = self.meta().get("created") or time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self._set_meta(
+            {
+                "spec_name": spec_name,
+                "spec_yaml": spec_yaml,
+                "fingerprint": fingerprint,
+                "created": created,
+                "tool_version": dse.__version__,
+                "status": "running",
+            }
+        )
+
+    def set_status(self, status: str) -> None:
+        if status not in ("running", "done"):
+            raise ValueError(f"status must be 'running' or 'done', got {status!r}")
+        self._set_meta({"status": status})
+
+    def meta(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT name, value FROM meta").fetchall())
+
+    def _set_meta(self, values: Mapping[str, str]) -> None:
+        with self._transaction():
+            self._db.executemany("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", list(values.items()))
+
+    # -- points --------------------------------------------------------------------
+
+    def has(self, key: str) -> bool:
+        return self._db.execute("SELECT 1 FROM points WHERE key = ?", (key,)).fetchone() is not None
+
+    def get(self, key: str) -> PointRecord | None:
+        row = self._db.execute(
+            "SELECT key, params, status, metrics, reason, eval_s, evaluator, exact, fingerprint, seq"
+            " FROM points WHERE key = ?",
+            (key,),
+        ).fetchone()
+        return None if row is None else _record_from_row(row)
+
+    def put(self, record: PointRecord) -> None:
+        self.put_many([record])
+
+    def put_many(self, records: Sequence[PointRecord], proposals: Iterable[tuple[str, int, str]] = ()) -> None:
+        """Store records (and the search's proposal log entries ``(tag, n, key)``) in one transaction.
+
+        A key already present keeps its first result: a point is evaluated once.
+        """
+        with self._transaction():
+            (next_seq,) = self._db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM points").fetchone()
+            for record in records:
+                if self._db.execute("SELECT 1 FROM points WHERE key = ?", (record.key,)).fetchone():
+                    continue
+                record.seq = next_seq
+                next_seq += 1
+                self._db.execute(
+                    "INSERT INTO points (key, point_id, seq, fingerprint, params, metrics, status, reason, eval_s,"
+                    " evaluator, exact, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record.key,
+                        record.point_id,
+                        record.seq,
+                        record.fingerprint,
+                        json.dumps(record.params, default=_json_default),
+                        json.dumps(record.metrics, default=_json_default),
+                        record.status,
+                        record.reason,
+                        record.eval_s,
+                        record.evaluator,
+                        int(record.exact),
+                        time.time(),
+                    ),
+                )
+                if record.layers:
+                    blob = zlib.compress(json.dumps(record.layers, default=_json_default).encode())
+                    self._db.execute("INSERT OR REPLACE INTO layers (key, rows) VALUES (?, ?)", (record.key, blob))
+            self._db.executemany("INSERT OR REPLACE INTO proposals (tag, n, key) VALUES (?, ?, ?)", list(proposals))
+
+    def count(self, fingerprint: str | None = None) -> int:
+        if fingerprint is None:
+            return self._db.execute("SELECT COUNT(*) FROM points").fetchone()[0]
+        return self._db.execute("SELECT COUNT(*) FROM points WHERE fingerprint = ?", (fingerprint,)).fetchone()[0]
+
+    def records(self, fingerprint: str | None = None) -> list[PointRecord]:
+        """All stored points (of one fingerprint when given), in evaluation order."""
+        sql = "SELECT key, params, status, metrics, reason, eval_s, evaluator, exact, fingerprint, seq FROM points"
+        args: tuple[Any, ...] = ()
+        if fingerprint is not None:
+            sql += " WHERE fingerprint = ?"
+            args = (fingerprint,)
+        return [_record_from_row(row) for row in self._db.execute(sql + " ORDER BY seq", args)]
+
+    def proposals(self, tag: str) -> list[str]:
+        """Keys a search strategy proposed under ``tag``, in proposal order (to replay it on resume)."""
+        return [k for (k,) in self._db.execute("SELECT key FROM proposals WHERE tag = ? ORDER BY n", (tag,))]
+
+    # -- frames --------------------------------------------------------------------
+
+    def points_frame(self, fingerprint: str | None = None, param_names: Sequence[str] | None = None) -> pd.DataFrame:
+        """One row per point: point_id, seq, status, reason, the params, the metrics, eval_s, evaluator, exact.
+
+        Params come first in ``param_names`` order (else in the order points name them), then metrics.
+        """
+        records = self.records(fingerprint)
+        params_order: list[str] = list(param_names or [])
+        metrics_order: list[str] = []
+        for record in records:
+            params_order += [k for k in record.params if k not in params_order]
+            metrics_order += [k for k in record.metrics if k not in metrics_order]
+        rows = []
+        for record in records:
+            row: dict[str, Any] = {
+                "point_id": record.point_id,
+                "seq": record.seq,
+                "status": record.status,
+                "reason": record.reason,
+            }
+            row.update({name: record.params.get(name) for name in params_order})
+            row.update({name: record.metrics.get(name, math.nan) for name in metrics_order})
+            row.update({"eval_s": record.eval_s, "evaluator": record.evaluator, "exact": record.exact})
+            rows.append(row)
+        columns = ["point_id", "seq", "status", "reason", *params_order, *metrics_order, "eval_s", "evaluator", "exact"]
+        frame = pd.DataFrame(rows, columns=columns)
+        for name in metrics_order:
+            frame[name] = pd.to_numeric(frame[name], errors="coerce")
+        return frame
+
+    def layers_frame(self, point_id: str) -> pd.DataFrame:
+        """Per-layer rows of one point (by point_id or full key); empty when none were stored."""
+        row = self._db.execute(
+            "SELECT l.rows FROM layers l JOIN points p ON p.key = l.key WHERE p.point_id = ? OR p.key = ?",
+            (point_id, point_id),
+        ).fetchone()
+        if row is None:
+            return pd.DataFrame()
+        return pd.DataFrame(json.loads(zlib.decompress(row[0])))
+
+    def integrity_ok(self) -> bool:
+        return self._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    # -- plumbing ------------------------------------------------------------------
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._db)
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on error (the connection runs in autocommit mode)."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _record_from_row(row: Sequence[Any]) -> PointRecord:
+    key, params, status, metrics, reason, eval_s, evaluator, exact, fingerprint, seq = row
+    return PointRecord(
+        key=key,
+        params=json.loads(params),
+        status=status,
+        metrics=json.loads(metrics),
+        reason=reason,
+        eval_s=eval_s or 0.0,
+        evaluator=evaluator or "",
+        exact=bool(exact),
+        fingerprint=fingerprint,
+        seq=seq,
+    )

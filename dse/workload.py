@@ -1,0 +1,107 @@
+"""The spec's ``workload`` becomes a Graph: a zoo name, an ONNX file or a SCALE-Sim topology CSV.
+
+This is the one place that decides what a ``model`` string means, so the CLI, the explorer
+and the tests all accept the same things and fail with the same message. Every failure is a
+UserError saying what is allowed (zoo names, ``.onnx`` files, ``.csv`` SCALE-Sim topologies).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dse.errors import UserError
+from dse.graph import PRECISION_BYTES, Graph, GraphError
+
+MODEL_FILE_SUFFIXES = (".onnx", ".csv")
+_ONNX_OPTIONS = ("symbolic_dims",)
+
+
+def load_workload(
+    model: str,
+    *,
+    batch: int = 1,
+    precision: str = "int8",
+    base_dir: Path | None = None,
+    **options: Any,
+) -> Graph:
+    """Build the Graph for ``model``: a zoo name, a ``.onnx`` path or a SCALE-Sim ``.csv`` path.
+
+    Relative paths resolve against ``base_dir`` (the spec file's folder), else the working
+    directory. ``options`` go to the zoo builder; for ONNX only ``symbolic_dims`` is accepted.
+    """
+    if not isinstance(model, str) or not model.strip():
+        raise UserError(f"workload model must be a non-empty string, got {model!r}; {_allowed()}", where="model")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise UserError(f"batch must be a positive integer, got {batch!r}", where="batch")
+    if precision not in PRECISION_BYTES:
+        raise UserError(
+            f"precision {precision!r} is not known; allowed: {', '.join(PRECISION_BYTES)}", where="precision"
+        )
+    model = model.strip()
+    suffix = Path(model).suffix.lower()
+    if suffix in MODEL_FILE_SUFFIXES:
+        return _load_file(_resolve(model, base_dir), suffix, batch, precision, options)
+    return _load_zoo(model, batch, precision, base_dir, options)
+
+
+def _allowed() -> str:
+    return f"allowed: a zoo model ({', '.join(_zoo_names()) or 'none available'}), a .onnx file or a SCALE-Sim .csv"
+
+
+def _zoo_names() -> list[str]:
+    try:
+        from dse import zoo
+
+        return sorted(zoo.names())
+    except (ImportError, AttributeError):  # the zoo is optional for file workloads
+        return []
+
+
+def _resolve(model: str, base_dir: Path | None) -> Path:
+    path = Path(model).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = Path(base_dir) / path
+    return path.resolve()
+
+
+def _load_file(path: Path, suffix: str, batch: int, precision: str, options: dict[str, Any]) -> Graph:
+    if not path.is_file():
+        raise UserError(f"model file {path} does not exist; {_allowed()}", where="model")
+    try:
+        if suffix == ".onnx":
+            unknown = sorted(set(options) - set(_ONNX_OPTIONS))
+            if unknown:
+                raise UserError(
+                    f"options {unknown} do not apply to ONNX models; allowed: {', '.join(_ONNX_OPTIONS)}",
+                    where=str(path),
+                )
+            from dse.importers.onnx_import import load_onnx
+
+            return load_onnx(path, batch=batch, precision=precision, **options)
+        if options:
+            raise UserError(
+                f"options {sorted(options)} do not apply to SCALE-Sim topologies; they take none", where=str(path)
+            )
+        from dse.importers.scalesim_csv import load_scalesim_csv
+
+        return load_scalesim_csv(path, batch=batch, precision=precision)
+    except GraphError as err:
+        raise UserError(str(err)) from err
+
+
+def _load_zoo(model: str, batch: int, precision: str, base_dir: Path | None, options: dict[str, Any]) -> Graph:
+    from dse import zoo
+
+    try:
+        return zoo.build(model, batch=batch, precision=precision, **options)
+    except KeyError as err:  # dse.zoo.UnknownModelError
+        maybe_file = _resolve(model, base_dir)
+        if maybe_file.is_file() or "/" in model or "\\" in model:
+            kind = f"file type {Path(model).suffix!r}" if Path(model).suffix else "a file without a suffix"
+            raise UserError(
+                f"model {model!r} is {kind}, which cannot be imported; {_allowed()}", where="model"
+            ) from err
+        raise UserError(f"unknown model {model!r}; {_allowed()}", where="model") from err
+    except (ValueError, TypeError) as err:  # bad options (GraphError is a ValueError too)
+        raise UserError(f"model {model!r}: {err}", where="model") from err

@@ -1,0 +1,144 @@
+"""The systolic-array template: a rows x cols MAC array with three double-buffered SRAMs
+(ifmap, filter, ofmap) in front of one DRAM interface, plus a SIMD vector unit for non-MAC ops.
+
+It mirrors SCALE-Sim's architecture presets (array shape, dataflow, SRAM sizes) and adds what a
+design-space exploration needs: DRAM bandwidth in GB/s, clock, precision, technology node and the
+vector unit. How a SCALE-Sim run maps onto these parameters:
+
+- ``ArrayHeight/ArrayWidth`` -> ``rows``/``cols``; ``Dataflow`` -> ``dataflow``;
+  ``IfmapSramSzkB`` etc. -> ``ifmap_sram_kib`` etc. (SCALE-Sim's word is one byte, so compare at int8).
+- USER bandwidth of B words/cycle -> ``dram_mode="per_operand"`` (SCALE-Sim gives ifmap, filter and
+  ofmap each their own B words/cycle port) with ``dram_gbps = B * word_bytes * freq_mhz / 1000``;
+  e.g. 10 words/cycle at int8 and 1000 MHz = 10 GB/s.
+- CALC bandwidth -> ``dram_mode="unlimited"``: no stall during compute, the initial SRAM fill at
+  ``dram_gbps`` (SCALE-Sim hard-codes 10 words/cycle, i.e. 10 GB/s at int8 and 1 GHz) and the ofmap
+  drain at ``cols`` words/cycle.
+- ``dram_mode="shared"`` (the default, not in SCALE-Sim) is the physical case: one DRAM channel of
+  ``dram_gbps`` shared by the three streams.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
+
+from templates.base import Arch, Param, Template, TemplateError
+
+PRECISIONS: dict[str, int] = {"int8": 8, "int16": 16, "fp16": 16, "bf16": 16, "fp32": 32}
+DATAFLOWS = ("ws", "os", "is")
+DRAM_MODES = ("shared", "per_operand", "unlimited")
+DEFAULT_TECH = "asic-28nm"
+
+
+@dataclass(frozen=True)
+class SystolicArch(Arch):
+    """One systolic design. SRAM sizes are per buffer, in KiB."""
+
+    kind: ClassVar[str] = "systolic"
+
+    rows: int
+    cols: int
+    dataflow: str
+    ifmap_sram_kib: float
+    filter_sram_kib: float
+    ofmap_sram_kib: float
+    dram_gbps: float
+    freq_mhz: float
+    precision: str
+    tech: str
+    vector_lanes: int
+    dram_mode: str = "shared"
+
+    @property
+    def bits(self) -> int:
+        return PRECISIONS[self.precision]
+
+    @property
+    def word_bytes(self) -> int:
+        return self.bits // 8
+
+    @property
+    def dram_bytes_per_cycle(self) -> float:
+        """GB/s divided by GHz: bytes the DRAM interface moves in one array clock."""
+        return self.dram_gbps * 1e3 / self.freq_mhz
+
+    @property
+    def dram_words_per_cycle(self) -> float:
+        return self.dram_bytes_per_cycle / self.word_bytes
+
+    @property
+    def macs_per_cycle(self) -> int:
+        return self.rows * self.cols
+
+    def sram_words(self, which: str) -> int:
+        """Capacity of one SRAM ('ifmap' | 'filter' | 'ofmap') in words of this precision."""
+        kib = {"ifmap": self.ifmap_sram_kib, "filter": self.filter_sram_kib, "ofmap": self.ofmap_sram_kib}[which]
+        return int(kib * 1024 // self.word_bytes)
+
+
+def _tech_names() -> list[str]:
+    from hwmodels.catalog import tech_names
+
+    return list(tech_names())
+
+
+class SystolicTemplate(Template):
+    kind: ClassVar[str] = "systolic"
+
+    def params(self) -> list[Param]:
+        return [
+            Param("rows", "int", 32, "PE rows of the array", low=1, high=4096),
+            Param("cols", "int", 32, "PE columns of the array", low=1, high=4096),
+            Param("dataflow", "str", "os", "which operand stays in the PEs", choices=DATAFLOWS),
+            Param("ifmap_sram_kib", "float", None, "ifmap SRAM (KiB, double-buffered); default 64", low=1, unit=" KiB"),
+            Param("filter_sram_kib", "float", None, "filter SRAM (KiB); default 64", low=1, unit=" KiB"),
+            Param("ofmap_sram_kib", "float", None, "ofmap SRAM (KiB); default 64", low=1, unit=" KiB"),
+            Param("sram_kib", "float", None, "total SRAM, split equally over the three", low=3, unit=" KiB"),
+            Param("dram_gbps", "float", 25.6, "DRAM bandwidth", low=1e-3, unit=" GB/s"),
+            Param("freq_mhz", "float", 1000.0, "array clock", low=1, high=10000, unit=" MHz"),
+            Param("precision", "str", "int8", "operand precision (sets the word size)", choices=tuple(PRECISIONS)),
+            Param("tech", "str", DEFAULT_TECH, "technology name from hwmodels.catalog"),
+            Param("vector_lanes", "int", 0, "SIMD lanes for non-MAC ops (0 = cols)", low=0, high=65536),
+            Param("dram_mode", "str", "shared", "how the three streams share DRAM", choices=DRAM_MODES),
+        ]
+
+    def instantiate(self, point: Mapping[str, Any]) -> SystolicArch:
+        v = self.resolve(point)
+        individual = [n for n in ("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib") if v[n] is not None]
+        if v["sram_kib"] is not None:
+            if individual:
+                raise TemplateError(
+                    f"give either sram_kib (split equally) or the individual SRAM sizes, not both "
+                    f"(also got {', '.join(individual)})",
+                    "sram_kib",
+                )
+            each = v["sram_kib"] / 3
+            sizes = (each, each, each)
+        else:
+            sizes = tuple(64.0 if v[n] is None else v[n] for n in ("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib"))
+        word_bytes = PRECISIONS[v["precision"]] // 8
+        for name, kib in zip(("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib"), sizes):
+            if kib * 1024 / word_bytes < 200:
+                raise TemplateError(
+                    f"{name}={kib:g} KiB holds fewer than 200 {v['precision']} words; the double-buffered "
+                    "SRAM model needs at least 200 (use >= 1 KiB at int8)",
+                    name,
+                )
+        names = _tech_names()
+        if v["tech"] not in names:
+            raise TemplateError(f"tech={v['tech']!r} is not in the catalog; choose one of: {', '.join(names)}", "tech")
+        lanes = v["vector_lanes"] or v["cols"]
+        return SystolicArch(
+            rows=v["rows"],
+            cols=v["cols"],
+            dataflow=v["dataflow"],
+            ifmap_sram_kib=float(sizes[0]),
+            filter_sram_kib=float(sizes[1]),
+            ofmap_sram_kib=float(sizes[2]),
+            dram_gbps=v["dram_gbps"],
+            freq_mhz=v["freq_mhz"],
+            precision=v["precision"],
+            tech=v["tech"],
+            vector_lanes=lanes,
+            dram_mode=v["dram_mode"],
+        )

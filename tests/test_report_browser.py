@@ -1,0 +1,132 @@
+"""The report in a real headless Chromium: every figure must render, and the page must not be blank.
+
+Parsing the HTML proves the page is well formed; only a browser proves plotly.js actually drew
+each figure from the inline JSON with no network. `.ci/install-chromium.sh` installs the browser.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from dse.objectives import Constraint, Objective
+
+try:  # pytest's default rootdir import puts tests/ on sys.path; a tests package would not
+    from tests.test_report import _write, synthetic_run
+except ImportError:
+    from test_report import _write, synthetic_run
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--virtual-time-budget=5000",
+)
+
+
+def find_chromium() -> str | None:
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+CHROMIUM = find_chromium()
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium binary on PATH; run .ci/install-chromium.sh (as root) to install it"
+)
+
+
+def run_chromium(page: Path, profile: Path, *extra: str, timeout: float = 90) -> str:
+    """Run headless Chromium on a local file; returns stdout (the DOM for --dump-dom)."""
+    command = [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, page.resolve().as_uri()]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    assert result.returncode == 0, f"chromium exited {result.returncode}: {result.stderr[-2000:]}"
+    return result.stdout
+
+
+def figure_segments(dom: str, figure_ids: list[str]) -> dict[str, tuple[str, str]]:
+    """For each figure: (its opening div tag, the DOM from there to the next figure) as rendered."""
+    starts = []
+    for div_id in figure_ids:
+        match = re.search(r'<div[^>]*\bid="' + re.escape(div_id) + r'"[^>]*>', dom)
+        assert match, f"figure div {div_id} missing from the rendered DOM"
+        starts.append((match.start(), match.end(), div_id))
+    starts.sort()
+    segments = {}
+    for index, (start, tag_end, div_id) in enumerate(starts):
+        end = starts[index + 1][0] if index + 1 < len(starts) else len(dom)
+        segments[div_id] = (dom[start:tag_end], dom[start:end])
+    return segments
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A three-objective report (every figure kind, WebGL ones included), its DOM after scripts, and a screenshot."""
+    directory = tmp_path_factory.mktemp("browser")
+    objectives = [Objective("latency_ms", "min"), Objective("energy_mj", "min"), Objective("area_mm2", "min")]
+    run = synthetic_run(n_points=150, objectives=objectives, constraints=[Constraint("power_w", high=12.0)])
+    page = _write(directory, run, notes=["workload: resnet18, batch 1, int8", "template: systolic, asic-28nm"])
+    static = page.read_text(encoding="utf-8")
+    figure_ids = re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', static)
+    assert not re.search(r'<div id="fig-[^"]*"[^>]*js-plotly-plot', static), "the class must come from plotly.js"
+    dom = run_chromium(page, directory / "profile-dom", "--dump-dom")
+    dom = re.sub(r"<script\b.*?</script>", "", dom, flags=re.S)  # the plotly.js source itself is not the page
+    shot = directory / "report.png"
+    run_chromium(page, directory / "profile-shot", f"--screenshot={shot}", "--window-size=1400,2000")
+    return {"figure_ids": figure_ids, "dom": dom, "screenshot": shot, "run": run}
+
+
+def test_every_figure_is_drawn_by_plotly(rendered: dict) -> None:
+    figure_ids = rendered["figure_ids"]
+    assert figure_ids == [
+        "fig-pareto",
+        "fig-pareto-3d",
+        "fig-scatter-matrix",
+        "fig-parcoords",
+        "fig-hypervolume",
+        "fig-layers",
+    ]
+    dom = rendered["dom"]
+    for div_id, (tag, segment) in figure_segments(dom, figure_ids).items():
+        assert "js-plotly-plot" in tag, f"{div_id} was not turned into a plotly graph"
+        assert 'class="main-svg"' in segment, f"{div_id} has no rendered SVG"
+    assert len(re.findall(r'class="main-svg"', dom)) >= 2 * len(figure_ids)
+    assert "WebGL is not supported" not in dom
+
+
+def test_figures_carry_their_content(rendered: dict) -> None:
+    segments = figure_segments(rendered["dom"], rendered["figure_ids"])
+    pareto = segments["fig-pareto"][1]
+    assert pareto.count('class="point"') >= int(rendered["run"]["points"]["status"].eq("ok").sum())
+    assert "latency_ms [ms]" in pareto
+    for webgl_figure in ("fig-pareto-3d", "fig-scatter-matrix", "fig-parcoords"):
+        assert "<canvas" in segments[webgl_figure][1], f"{webgl_figure} drew no WebGL canvas"
+    layers = segments["fig-layers"][1]
+    assert 'class="updatemenu-header-group"' in layers or "updatemenu" in layers
+    assert layers.count('class="point"') >= 4 * len(rendered["run"]["layers"][next(iter(rendered["run"]["layers"]))])
+
+
+def test_screenshot_is_not_blank(rendered: dict) -> None:
+    image = Image.open(rendered["screenshot"]).convert("RGB")
+    assert image.size == (1400, 2000)
+    pixels = np.asarray(image, dtype=float)
+    assert pixels.std() > 20, "the page looks blank"
+    distinct = len(np.unique(pixels.reshape(-1, 3).astype(np.uint8).view([("", np.uint8)] * 3)))
+    assert distinct > 200, f"only {distinct} colours: figures did not render"
+    not_background = np.mean(np.abs(pixels - pixels[-1, -1]).sum(axis=2) > 30)
+    assert not_background > 0.1

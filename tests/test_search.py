@@ -1,0 +1,170 @@
+"""Search strategies: dimension -> optuna mapping, grid/random lists, seeded optuna samplers, constraints, replay."""
+
+from __future__ import annotations
+
+import math
+
+import optuna
+import pytest
+from explore_fixtures import FakeSearch, FakeSpec, toy_metrics, toy_space
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.trial import TrialState
+
+from dse.errors import UserError
+from dse.search import ListStrategy, Observation, OptunaStrategy, distribution_for, make_strategy
+from dse.space import Dimension
+
+
+def _spec(strategy: str, budget: int | None, seed: int = 0, population: int | None = None) -> FakeSpec:
+    return FakeSpec(search=FakeSearch(strategy, budget, seed, population))
+
+
+def _drive(strategy, batch: int = 4, fail_dataflow: str | None = None) -> list[dict]:
+    """Run a strategy to its budget against the closed-form toy model; returns every proposed point."""
+    proposed = []
+    while len(proposed) < strategy.budget:
+        proposals = strategy.ask(min(batch, strategy.budget - len(proposed)))
+        if not proposals:
+            break
+        observations = [
+            Observation(ok=False)
+            if p.point["dataflow"] == fail_dataflow
+            else Observation(ok=True, metrics=toy_metrics(p.point))
+            for p in proposals
+        ]
+        strategy.tell(proposals, observations)
+        proposed += [p.point for p in proposals]
+    return proposed
+
+
+def test_distribution_mapping():
+    assert distribution_for(Dimension("df", "str", values=("ws", "os"))) == CategoricalDistribution(["ws", "os"])
+    assert distribution_for(Dimension("rows", "int", values=(8, 16))) == CategoricalDistribution([8, 16])
+    assert distribution_for(Dimension("s", "int", low=16, high=512, log=True)) == IntDistribution(16, 512, log=True)
+    assert distribution_for(Dimension("b", "int", low=2, high=10, step=2)) == IntDistribution(2, 10, step=2)
+    assert distribution_for(Dimension("f", "float", low=0.5, high=2.0, log=True)) == FloatDistribution(
+        0.5, 2.0, log=True
+    )
+    assert distribution_for(Dimension("v", "float", low=0.5, high=1.0, step=0.1)) == FloatDistribution(
+        0.5, 1.0, step=0.1
+    )
+
+
+def test_grid_is_truncated_to_budget_with_a_note():
+    space = toy_space()
+    strategy = make_strategy(_spec("grid", 10), space)
+    assert isinstance(strategy, ListStrategy) and strategy.budget == 10
+    points = _drive(strategy)
+    assert points == list(space.grid())[:10]
+    assert "first 10" in strategy.notes[0]
+    assert make_strategy(_spec("grid", None), space).budget == space.grid_size()
+    assert make_strategy(_spec("grid", 10_000), space).budget == space.grid_size()
+    assert make_strategy(_spec("grid", None), space).notes == []
+
+
+def test_random_uses_the_space_sampler():
+    space = toy_space()
+    points = _drive(make_strategy(_spec("random", 25, seed=3), space))
+    assert points == space.sample(25, 3)
+    assert all(p["freq_mhz"] == 500 for p in points)
+
+
+@pytest.mark.parametrize("name", ["nsga2", "tpe"])
+def test_optuna_samplers_same_seed_same_points(name):
+    space = toy_space()
+    first = _drive(make_strategy(_spec(name, 30, seed=11, population=8), space))
+    second = _drive(make_strategy(_spec(name, 30, seed=11, population=8), space))
+    other = _drive(make_strategy(_spec(name, 30, seed=12, population=8), space))
+    assert first == second
+    assert first != other
+    assert len(first) == 30
+    for point in first:
+        assert space.contains(point), point
+        assert point["freq_mhz"] == 500  # fixed params are merged into every proposal
+        assert isinstance(point["sram_kib"], int) and 16 <= point["sram_kib"] <= 512
+
+
+def test_nsga2_beats_its_own_first_generation():
+    """NSGA-II must actually use the results: the later generations sit closer to the true front."""
+    space = toy_space()
+    strategy = make_strategy(_spec("nsga2", 120, seed=0, population=20), space)
+    points = _drive(strategy, batch=4)
+
+    def best_latency_under_area(chunk):
+        feasible = [toy_metrics(p) for p in chunk if toy_metrics(p)["area_mm2"] <= 12.0]
+        return min(m["latency_ms"] for m in feasible)
+
+    assert best_latency_under_area(points[-40:]) <= best_latency_under_area(points[:20])
+
+
+def test_constraints_and_failures_reach_the_study():
+    space = toy_space()
+    strategy = make_strategy(_spec("tpe", 12, seed=0), space)
+    assert isinstance(strategy, OptunaStrategy)
+    _drive(strategy, fail_dataflow="os")
+    trials = strategy.study.trials
+    assert len(trials) == 12
+    for trial in trials:
+        if trial.params["dataflow"] == "os":
+            assert trial.state == TrialState.FAIL
+            continue
+        assert trial.state == TrialState.COMPLETE
+        metrics = toy_metrics({**space.fixed, **trial.params})
+        violation = max(0.0, (metrics["area_mm2"] - 12.0) / 12.0)
+        assert list(trial.constraints.values()) == [pytest.approx(violation)]
+        assert trial.user_attrs["constraints"] == [pytest.approx(violation)]
+        assert trial.values == [pytest.approx(metrics["latency_ms"]), pytest.approx(metrics["energy_mj"])]
+
+
+def test_missing_objective_metric_is_told_as_fail():
+    space = toy_space()
+    strategy = make_strategy(_spec("nsga2", 2, seed=0), space)
+    proposals = strategy.ask(2)
+    strategy.tell(proposals, [Observation(ok=True, metrics={"latency_ms": 1.0}), Observation(ok=True, metrics={})])
+    assert [t.state for t in strategy.study.trials] == [TrialState.FAIL, TrialState.FAIL]
+
+
+def test_replay_feeds_history_into_a_fresh_study():
+    space = toy_space()
+    history_points = _drive(make_strategy(_spec("nsga2", 16, seed=5, population=8), space))
+    history = [(p, Observation(ok=p["dataflow"] == "ws", metrics=toy_metrics(p))) for p in history_points]
+    history.append(({**history_points[0], "sram_kib": 4096}, Observation(ok=True, metrics={})))  # outside the space
+    resumed = make_strategy(_spec("nsga2", 32, seed=5, population=8), space)
+    assert resumed.replay(history) == 16
+    trials = resumed.study.trials
+    assert [t.state for t in trials] == [
+        TrialState.COMPLETE if p["dataflow"] == "ws" else TrialState.FAIL for p in history_points
+    ]
+    for trial in (t for t in trials if t.state == TrialState.COMPLETE):
+        area = toy_metrics({**space.fixed, **trial.params})["area_mm2"]
+        assert list(trial.constraints.values()) == [pytest.approx(max(0.0, (area - 12.0) / 12.0))]
+    more = _drive(resumed)  # the sampler continues after the replayed trials
+    assert len(more) == 32 and len(resumed.study.trials) == 16 + 32
+
+
+def test_optuna_logging_is_quiet():
+    make_strategy(_spec("tpe", 5), toy_space())
+    assert optuna.logging.get_verbosity() <= optuna.logging.WARNING
+
+
+def test_bad_strategy_settings_are_user_errors():
+    space = toy_space()
+    with pytest.raises(UserError, match="allowed: grid, random, nsga2, tpe"):
+        make_strategy(_spec("annealing", 10), space)
+    with pytest.raises(UserError, match="needs a budget"):
+        make_strategy(_spec("random", None), space)
+    with pytest.raises(UserError, match="at least one objective"):
+        spec = _spec("nsga2", 10)
+        spec.objectives = []
+        make_strategy(spec, space)
+
+
+def test_float_ranges_are_sampled_as_floats():
+    from dse.space import DesignSpace
+
+    space = DesignSpace((Dimension("x", "float", low=0.1, high=10.0, log=True), Dimension("dataflow", "str", ("ws",))))
+    strategy = OptunaStrategy("tpe", space, FakeSpec().objectives, [], budget=6, seed=0)
+    points = [p.point for p in strategy.ask(6)]
+    assert all(isinstance(p["x"], float) and 0.1 <= p["x"] <= 10.0 for p in points)
+    assert all(p["dataflow"] == "ws" for p in points)
+    assert len({math.log(p["x"]) for p in points}) == 6
