@@ -309,6 +309,7 @@ def pareto_figure(data: ReportData) -> go.Figure:
         xaxis=_axis(data.ok[x.metric], title=_axis_title(x)),
         yaxis=_axis(data.ok[y.metric], title=_axis_title(y)),
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
+        showlegend=True,  # even with one trace (e.g. no feasible point), say what the markers are
         height=560,
         margin={"t": 90},
     )
@@ -327,7 +328,7 @@ def pareto_3d_figure(data: ReportData) -> go.Figure:
             "feasible, dominated",
             {"color": COLOR_FEASIBLE, "size": 3, "opacity": 0.4},
         ),
-        (data.front, "Pareto front", {"color": COLOR_FRONT, "size": 5}),
+        (data.front, "Pareto front", {"color": COLOR_FRONT, "size": 4}),
     ]
     for frame, name, marker in groups:
         frame = frame.dropna(subset=names)
@@ -436,6 +437,7 @@ def single_objective_figures(data: ReportData) -> list[tuple[str, go.Figure]]:
         xaxis={"title": "evaluation #"},
         yaxis=_axis(data.ok[name], title=_axis_title(objective)),
         height=480,
+        showlegend=True,
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
     )
     figures = [("fig-objective-progress", progress)]
@@ -600,7 +602,8 @@ def _energy_scale(frames: Sequence[pd.DataFrame]) -> tuple[float, str]:
 
 def _design_label(row: pd.Series, data: ReportData) -> str:
     values = ", ".join(f"{o.metric}={format_value(row.get(o.metric))}" for o in data.objectives[:2])
-    star = " ★ knee" if str(row["point_id"]) == data.knee_id else ""
+    tag = "knee" if len(data.objectives) > 1 else "best"
+    star = f" ★ {tag}" if str(row["point_id"]) == data.knee_id else ""
     return f"{row['point_id']}{star} ({values})"
 
 
@@ -717,7 +720,7 @@ def layer_breakdown_figure(data: ReportData, layers: Mapping[str, pd.DataFrame])
         )
     longest_layer_count = max(len(f) for f in frames)
     fig.update_layout(
-        title={"text": _design_title(candidates.iloc[0], frames[0], data), "y": 0.985, "yanchor": "top"},
+        title={"text": _design_title(candidates.iloc[0], frames[0], data), "y": 0.975, "yanchor": "top"},
         barmode="stack",
         height=760,
         margin={"t": 150, "b": 120},
@@ -825,6 +828,19 @@ def failure_table_html(data: ReportData) -> str:
     return f'<div class="table-wrap">{table}</div>'
 
 
+def _count_violators(frame: pd.DataFrame, constraint: Constraint) -> int:
+    """Points outside the bound or without a value (as Constraint.violation sees it), vectorised."""
+    if constraint.metric not in frame.columns:
+        return len(frame)
+    values = pd.to_numeric(frame[constraint.metric], errors="coerce")
+    outside = values.isna()
+    if constraint.high is not None:
+        outside |= values > constraint.high
+    if constraint.low is not None:
+        outside |= values < constraint.low
+    return int(outside.sum())
+
+
 def _constraint_words(constraint: Constraint) -> str:
     unit = metric_unit(constraint.metric)
     parts = []
@@ -857,7 +873,7 @@ def _header_html(data: ReportData, title: str, notes: Sequence[str]) -> str:
     )
     constraint_items = []
     for c in data.constraints:
-        violators = sum(1 for _, row in data.ok.iterrows() if _violated(row, [c]))
+        violators = _count_violators(data.ok, c)
         constraint_items.append(
             f"<li><b>{html.escape(_constraint_words(c))}</b> — violated by {violators:,} of "
             f"{len(data.ok):,} successful points</li>"

@@ -22,7 +22,7 @@ any other systolic mapper (e.g. a CP-SAT tiler) so all of them count cycles alik
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dse.graph import Graph, Op, OpKind
 from mappers.base import Mapping, MappingError, OpMapping
@@ -30,6 +30,30 @@ from templates.base import Arch
 
 ARRAY_KINDS = (OpKind.CONV, OpKind.MATMUL)
 VECTOR_KINDS = (OpKind.ELEMENTWISE, OpKind.POOL, OpKind.SOFTMAX, OpKind.LAYERNORM, OpKind.FFT, OpKind.SCAN)
+
+
+def _covered(size: int, kernel: int, stride: int, outputs: int) -> int:
+    """|union over o < outputs of [o*stride, o*stride + kernel) intersected with [0, size)|."""
+    if stride < kernel:
+        return max(1, min(size, (outputs - 1) * stride + kernel))
+    full = min(outputs, max(0, (size - kernel) // stride + 1))
+    covered = full * kernel
+    o = full
+    while o < outputs and o * stride < size:
+        covered += min(kernel, size - o * stride)
+        o += 1
+    return max(1, covered)
+
+
+def _uses(size: int, kernel: int, stride: int, outputs: int) -> int:
+    """Number of (output, kernel offset) pairs whose input index lies inside [0, size)."""
+    full = min(outputs, max(0, (size - kernel) // stride + 1))
+    uses = full * kernel
+    o = full
+    while o < outputs and o * stride < size:
+        uses += min(kernel, size - o * stride)
+        o += 1
+    return uses
 
 
 @dataclass(frozen=True)
@@ -48,14 +72,26 @@ class ConvGeometry:
 
     @property
     def used_rows(self) -> int:
-        """Input rows any output touches (SCALE-Sim convs are unpadded, so this is exact there)."""
-        span = (self.P - 1) * self.stride_h + self.R if self.stride_h < self.R else self.P * self.R
-        return max(1, min(self.H, span))
+        """Input rows any output window touches inside the image (windows hanging over an unpadded
+        edge, as SCALE-Sim's ceil-sized outputs do, reference nothing there)."""
+        return _covered(self.H, self.R, self.stride_h, self.P)
 
     @property
     def used_cols(self) -> int:
-        span = (self.Q - 1) * self.stride_w + self.S if self.stride_w < self.S else self.Q * self.S
-        return max(1, min(self.W, span))
+        return _covered(self.W, self.S, self.stride_w, self.Q)
+
+    @property
+    def row_uses(self) -> int:
+        return _uses(self.H, self.R, self.stride_h, self.P)
+
+    @property
+    def col_uses(self) -> int:
+        return _uses(self.W, self.S, self.stride_w, self.Q)
+
+    @property
+    def references(self) -> int:
+        """In-image entries of the im2col matrix (the rest are SCALE-Sim's -1 padding)."""
+        return self.row_uses * self.col_uses * self.C
 
     @property
     def unique_inputs(self) -> int:
@@ -167,4 +203,30 @@ class SystolicFoldMapper:
                 ops[op.name] = OpMapping(op=op.name, tile={}, dataflow="vector", extra={"unit": "vector"})
             else:
                 raise MappingError(f"op {op.name!r}: kind {op.kind.value} has no systolic mapping", node=op.name)
+        _fuse_activations(graph, ops)
         return Mapping(graph=graph, arch=arch, ops=ops, order=[o.name for o in graph.ops], mapper=self.name)
+
+
+def _fuse_activations(graph: Graph, ops: dict[str, OpMapping]) -> None:
+    """Fuse a unary elementwise op (ReLU, GELU, ...) into the conv/matmul that feeds it.
+
+    Every systolic accelerator applies the activation in the array's output pipeline (TPU v1's
+    activation unit, Gemmini's accumulator scaling) instead of writing the raw outputs to DRAM and
+    reading them back. The producer keeps its result on chip (``resident_output``), the activation
+    reads it from there (``resident_inputs``) and adds no latency (``extra["fused_into"]``).
+    Only done when the activation is the producer's only consumer, so no other op needs the raw values.
+    """
+    producer = graph.producer()
+    consumers = graph.consumers()
+    by_name = {op.name: op for op in graph.ops}
+    for op in graph.ops:
+        if op.kind is not OpKind.ELEMENTWISE or len(op.inputs) != 1 or op.weights:
+            continue
+        src = op.inputs[0]
+        prod = producer.get(src)
+        if prod is None or by_name[prod].kind not in ARRAY_KINDS or consumers.get(src) != [op.name]:
+            continue
+        if graph.tensors[src].kind == "output":
+            continue
+        ops[prod] = replace(ops[prod], resident_output=True)
+        ops[op.name] = replace(ops[op.name], resident_inputs=(src,), extra={**ops[op.name].extra, "fused_into": prod})

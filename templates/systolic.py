@@ -19,8 +19,9 @@ vector unit. How a SCALE-Sim run maps onto these parameters:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from templates.base import Arch, Param, Template, TemplateError
 
@@ -115,7 +116,9 @@ class SystolicTemplate(Template):
             each = v["sram_kib"] / 3
             sizes = (each, each, each)
         else:
-            sizes = tuple(64.0 if v[n] is None else v[n] for n in ("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib"))
+            sizes = tuple(
+                64.0 if v[n] is None else v[n] for n in ("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib")
+            )
         word_bytes = PRECISIONS[v["precision"]] // 8
         for name, kib in zip(("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib"), sizes):
             if kib * 1024 / word_bytes < 200:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import math
 import tempfile
 import time
 from dataclasses import dataclass
@@ -162,3 +163,73 @@ def run_scalesim(layers: list[ScaleSimLayer], cfg: ScaleSimConfig, workdir: Path
                 }
             )
     return results
+
+
+# ---------------------------------------------------------------------------------------------------
+# Our side: the same layer through the dse pipeline
+# ---------------------------------------------------------------------------------------------------
+def arch_point(cfg: ScaleSimConfig) -> dict:
+    """The systolic template point equivalent to a SCALE-Sim config (int8 = SCALE-Sim's 1-byte word).
+
+    CALC -> dram_mode 'unlimited' with the 10 words/cycle SCALE-Sim hard-codes for the initial fill;
+    USER B words/cycle -> dram_mode 'per_operand' at B GB/s (int8, 1000 MHz).
+    """
+    calc = cfg.bw_mode == "CALC"
+    return {
+        "rows": cfg.rows,
+        "cols": cfg.cols,
+        "dataflow": cfg.dataflow,
+        "ifmap_sram_kib": cfg.ifmap_kb,
+        "filter_sram_kib": cfg.filter_kb,
+        "ofmap_sram_kib": cfg.ofmap_kb,
+        "dram_gbps": 10.0 if calc else float(cfg.user_bw),
+        "freq_mhz": 1000.0,
+        "precision": "int8",
+        "dram_mode": "unlimited" if calc else "per_operand",
+    }
+
+
+def layer_graph(layers: list[ScaleSimLayer]):
+    """One conv op per SCALE-Sim layer.
+
+    SCALE-Sim's topologies are unpadded, but it sizes the output as ceil((H - R + stride) / stride),
+    one more than floor when the stride does not divide H - R: its last window hangs over the edge
+    (those addresses are never fetched). The same output comes from padding the bottom/right edge.
+    """
+    from dse.graph import GraphBuilder
+
+    b = GraphBuilder("scalesim_layers")
+    for ly in layers:
+        x = b.input(f"{ly.name}_in", (1, ly.channels, ly.ifmap_h, ly.ifmap_w))
+        p = math.ceil((ly.ifmap_h - ly.filt_h + ly.stride) / ly.stride)
+        q = math.ceil((ly.ifmap_w - ly.filt_w + ly.stride) / ly.stride)
+        pad_b = (p - 1) * ly.stride + ly.filt_h - ly.ifmap_h
+        pad_r = (q - 1) * ly.stride + ly.filt_w - ly.ifmap_w
+        b.conv(x, ly.num_filters, (ly.filt_h, ly.filt_w), stride=ly.stride, pad=(0, 0, pad_b, pad_r), name=ly.name)
+    return b.build()
+
+
+def predict(layers: list[ScaleSimLayer], cfg: ScaleSimConfig) -> list[dict]:
+    """Our model's figures for each layer, under SCALE-Sim's report names."""
+    from hwmodels.systolic import SystolicModel, gemm_cost
+    from mappers.systolic import SystolicFoldMapper
+    from templates.systolic import SystolicTemplate
+
+    arch = SystolicTemplate().instantiate(arch_point(cfg))
+    graph = layer_graph(layers)
+    mapping = SystolicFoldMapper().map(graph, arch)
+    SystolicModel().evaluate(mapping, arch)  # the full path must run; figures below are per layer
+    out = []
+    for ly in layers:
+        cost = gemm_cost(mapping.ops[ly.name].extra["gemm"], arch)
+        out.append(
+            {
+                "layer": ly.name,
+                "total_cycles_incl_prefetch": cost.scalesim_total_cycles,
+                "compute_cycles": cost.compute_cycles - 1,
+                "dram_ifmap_reads": cost.ifmap_dram_reads,
+                "dram_filter_reads": cost.filter_dram_reads,
+                "dram_ofmap_writes": cost.ofmap_dram_writes,
+            }
+        )
+    return out

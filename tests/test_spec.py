@@ -26,8 +26,12 @@ from templates.base import Arch, Param, Template, TemplateError
 
 SPECS = Path(__file__).resolve().parent / "specs"
 ARCH_EXAMPLE = SPECS / "architecture_example.yaml"
-HAVE_SYSTOLIC = importlib.util.find_spec("templates.systolic") is not None
-needs_systolic = pytest.mark.skipif(not HAVE_SYSTOLIC, reason="templates/systolic.py is not written yet")
+HAVE_SYSTOLIC = all(
+    importlib.util.find_spec(f"{room}.systolic") is not None for room in ("templates", "mappers", "hwmodels")
+)
+needs_systolic = pytest.mark.skipif(
+    not HAVE_SYSTOLIC, reason="the systolic family (template/mapper/model) is not all there"
+)
 
 
 # ---------------------------------------------------------------------------------------------- a toy template
