@@ -6,8 +6,9 @@ so process pools and Dask workers can carry it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from dse.graph import Graph
 from dse.registry import family

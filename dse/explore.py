@@ -66,22 +66,16 @@ def explore(
     strategy = make_strategy(spec, space, objectives, constraints)
 
     with Store.open(out_dir) as store:
-        store.start_run(spec.name, spec_yaml_text(spec), fingerprint)
+        spec_path = getattr(spec, "path", None)
+        store.start_run(
+            spec.name, spec_yaml_text(spec), fingerprint, str(Path(spec_path).resolve()) if spec_path else ""
+        )
         with make_executor(executor, workers) as pool:
             sweep = _Sweep(store, strategy, space, fingerprint, evaluator_name, objectives, constraints)
-            with _progress_display(progress, strategy.budget, spec.name) as display:
-                sweep.run(pool, evaluator, display)
+            with _Display(progress, strategy.budget, spec.name) as display:
+                sweep.run(pool, FlatMetricsEvaluator(evaluator), display)
         store.set_status("done")
-        free_names = [dim.name for dim in space.free]
-        param_names = free_names + [name for name in space.fixed if name not in free_names]
-        points = annotate(store.points_frame(fingerprint, param_names), objectives, constraints)
-        layers = {pid: store.layers_frame(pid) for pid in points.loc[points["pareto"], "point_id"]}
-
-    pareto = pareto_frame(points, objectives)
-    history = hypervolume_history(points, objectives, constraints)
-    notes = list(strategy.notes) + _run_notes(points, sweep, strategy)
-    write_outputs(out_dir, spec, points, pareto, history)
-    report = _write_report(out_dir, spec, points, objectives, constraints, free_names, layers, history, notes)
+        report, points, pareto, notes = finish_run(out_dir, spec, store, space, list(strategy.notes), sweep, strategy)
     return ExploreResult(
         out_dir=out_dir,
         points=points,
@@ -186,29 +180,19 @@ class _Sweep:
         return [_observation(results[key]) for key in keys]
 
     def _record(self, key: str, point: Mapping[str, Any], outcome: Outcome) -> PointRecord:
+        common = {"key": key, "params": dict(point), "eval_s": outcome.seconds, "fingerprint": self.fingerprint}
         if outcome.ok:
-            metrics = outcome.value
+            flat: FlatMetrics = outcome.value
+            exact = self.evaluator_name == "analytical" if flat.exact is None else flat.exact
             return PointRecord(
-                key=key,
-                params=dict(point),
                 status="ok",
-                metrics=dict(metrics.flat()),
-                eval_s=outcome.seconds,
+                metrics=flat.values,
                 evaluator=self.evaluator_name,
-                exact=bool(getattr(metrics, "info", {}).get("exact", self.evaluator_name == "analytical")),
-                layers=[layer.row() for layer in getattr(metrics, "layers", [])],
-                fingerprint=self.fingerprint,
+                exact=exact,
+                layers=flat.layers,
+                **common,
             )
-        return PointRecord(
-            key=key,
-            params=dict(point),
-            status="failed",
-            reason=outcome.error,
-            eval_s=outcome.seconds,
-            evaluator=self.evaluator_name,
-            exact=False,
-            fingerprint=self.fingerprint,
-        )
+        return PointRecord(status="failed", reason=outcome.error, evaluator=self.evaluator_name, exact=False, **common)
 
     def _count(self, record: PointRecord, *, reused: bool, display: _Display) -> None:
         if reused:
@@ -226,11 +210,68 @@ class _Sweep:
         return all(c.violation(record.metrics) == 0.0 for c in self.constraints)
 
 
+@dataclass
+class FlatMetrics:
+    """Metrics reduced to plain data in the worker: scalar columns, per-layer rows, exact flag."""
+
+    values: dict[str, float]
+    layers: list[dict[str, Any]]
+    exact: bool | None
+
+
+@dataclass
+class FlatMetricsEvaluator:
+    """Wraps ``evaluator(point) -> Metrics`` so workers, not the explorer process, flatten the results."""
+
+    evaluator: Callable[[Mapping[str, Any]], Any]
+
+    def __call__(self, point: Mapping[str, Any]) -> FlatMetrics:
+        metrics = self.evaluator(point)
+        exact = getattr(metrics, "info", {}).get("exact")
+        return FlatMetrics(
+            values=dict(metrics.flat()),
+            layers=[layer.row() for layer in getattr(metrics, "layers", [])],
+            exact=None if exact is None else bool(exact),
+        )
+
+
 def _observation(record: PointRecord) -> Observation:
     return Observation(ok=record.ok, metrics=record.metrics)
 
 
 # -- frames and files ------------------------------------------------------------------
+
+
+def finish_run(
+    out_dir: Path,
+    spec: Any,
+    store: Store,
+    space: Any,
+    notes: list[str],
+    sweep: _Sweep | None = None,
+    strategy: SearchStrategy | None = None,
+) -> tuple[Path | None, pd.DataFrame, pd.DataFrame, list[str]]:
+    """From the store to the run directory's files: annotated points, front, hypervolume, report.
+
+    Shared by ``explore`` and ``dse report`` so a regenerated report is the one a run writes.
+    """
+    objectives = list(spec.objective_list())
+    constraints = list(spec.constraint_list())
+    fingerprint = spec.evaluation_fingerprint()
+    free_names = [dim.name for dim in space.free]
+    param_names = free_names + [name for name in space.fixed if name not in free_names]
+    points, outside = _points_in_space(store, fingerprint, param_names, space)
+    points = annotate(points, objectives, constraints)
+    layers = {pid: store.layers_frame(pid) for pid in points.loc[points["pareto"], "point_id"]}
+    pareto = pareto_frame(points, objectives)
+    history = hypervolume_history(points, objectives, constraints)
+    if sweep is not None and strategy is not None:
+        notes = notes + _run_notes(points, sweep, strategy)
+    if outside:
+        notes.append(f"{outside} stored point(s) of earlier runs in this directory lie outside this spec's space")
+    write_outputs(out_dir, spec, points, pareto, history)
+    report = _write_report(out_dir, spec, points, objectives, constraints, free_names, layers, history, notes)
+    return report, points, pareto, notes
 
 
 def annotate(frame: pd.DataFrame, objectives: Sequence[Objective], constraints: Sequence[Constraint]) -> pd.DataFrame:
@@ -239,6 +280,16 @@ def annotate(frame: pd.DataFrame, objectives: Sequence[Objective], constraints: 
     frame["feasible"] = feasible_mask(frame, constraints)
     frame["pareto"] = front_mask(frame, objectives, constraints) if objectives else False
     return frame
+
+
+def _points_in_space(store: Store, fingerprint: str, param_names: list[str], space: Any) -> tuple[pd.DataFrame, int]:
+    """Stored points of this evaluation that lie in the spec's space (a directory may hold earlier, wider runs)."""
+    frame = store.points_frame(fingerprint, param_names)
+    if not hasattr(space, "contains"):
+        return frame, 0
+    inside = {r.point_id for r in store.records(fingerprint) if space.contains(r.params)}
+    keep = frame["point_id"].isin(inside)
+    return frame[keep].reset_index(drop=True), int((~keep).sum())
 
 
 def pareto_frame(points: pd.DataFrame, objectives: Sequence[Objective]) -> pd.DataFrame:
@@ -372,13 +423,3 @@ class _Display:
         self._done += 1
         rate = self._done / max(time.perf_counter() - self._started, 1e-9)
         self._progress.update(self._task, advance=1, rate=f"{rate:.1f} pt/s", front=front, failed=failed)
-
-    def reset(self) -> None:
-        if self._progress is None:
-            return
-        self._done = 0
-        self._progress.reset(self._task, rate="", front=0, failed=0)
-
-
-def _progress_display(enabled: bool, total: int, title: str) -> _Display:
-    return _Display(enabled, total, title)

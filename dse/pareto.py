@@ -175,7 +175,9 @@ def hypervolume_history(
         return pd.DataFrame(columns=columns)
     ordered = frame.sort_values("seq") if "seq" in frame else frame
     feasible = (
-        ordered["feasible"].to_numpy(dtype=bool, copy=True) if "feasible" in ordered else feasible_mask(ordered, constraints)
+        ordered["feasible"].to_numpy(dtype=bool, copy=True)
+        if "feasible" in ordered
+        else feasible_mask(ordered, constraints)
     )
     if "status" in ordered:
         feasible &= (ordered["status"] == "ok").to_numpy()

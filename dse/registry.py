@@ -7,8 +7,8 @@ its HwModel.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from hwmodels.base import HwModel
 from mappers.base import Mapper

@@ -33,7 +33,7 @@ from dse.objectives import Constraint, Objective
 from hwmodels.base import METRICS
 
 REQUIRED_POINT_COLUMNS = ("point_id", "seq", "status", "feasible", "pareto")
-MAX_LAYER_DESIGNS = 40  # dropdown entries beyond this are unreadable; the closest to the knee are kept
+MAX_LAYER_DESIGNS = 24  # more dropdown entries would spill out of the figure; the closest to the knee are kept
 MAX_SPLOM_DIMENSIONS = 6
 MAX_RANKED_BARS = 40
 MAX_ORDINAL_LEVELS = 8  # numeric params with at most this many values get evenly spaced parcoords ticks

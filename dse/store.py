@@ -126,8 +126,11 @@ class Store:
 
     # -- meta ----------------------------------------------------------------------
 
-    def start_run(self, spec_name: str, spec_yaml: str, fingerprint: str) -> None:
-        """Record which spec this directory holds; ``created`` is kept from the first run."""
+    def start_run(self, spec_name: str, spec_yaml: str, fingerprint: str, spec_path: str = "") -> None:
+        """Record which spec this directory holds; ``created`` is kept from the first run.
+
+        ``spec_path`` (the spec file's absolute path) lets ``dse report`` resolve the spec's
+        relative model paths the way the run did."""
         created = self.meta().get("created") or time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self._set_meta(
             {
@@ -137,6 +140,7 @@ class Store:
                 "created": created,
                 "tool_version": dse.__version__,
                 "status": "running",
+                "spec_path": spec_path,
             }
         )
 

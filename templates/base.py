@@ -8,8 +8,9 @@ Every template declares its parameters with ``params()`` and turns one point
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 
 class TemplateError(ValueError):

@@ -271,3 +271,82 @@ def test_sigkill_mid_sweep_then_resume_loses_nothing_and_repeats_nothing(tmp_pat
         seqs = [r.seq for r in store.records()]
         assert seqs == list(range(budget))
     assert np.isfinite(pd.read_parquet(out / "points.parquet")["latency_ms"]).all()
+
+
+def test_parquet_keeps_params_that_mix_numbers_and_text(tmp_path):
+    from dse.explore import parquet_safe
+
+    frame = pd.DataFrame({"tile": [16, "auto", None], "latency_ms": [1.0, 2.0, np.nan]})
+    parquet_safe(frame).to_parquet(tmp_path / "p.parquet")
+    tile = pd.read_parquet(tmp_path / "p.parquet")["tile"]
+    assert tile[:2].tolist() == ["16", "auto"] and pd.isna(tile[2])
+    assert frame["tile"].tolist() == [16, "auto", None]  # the caller's frame is left alone
+
+
+SMALL_SPEC = """
+name: explore-integration
+workload: {model: resnet18, batch: 1, precision: int8}
+template:
+  kind: systolic
+  params:
+    rows: [16, 32, 64]
+    cols: [16, 32, 64]
+    dataflow: [ws, os]
+    sram_kib: {log_range: [64, 1024]}
+    dram_gbps: 25.6
+    freq_mhz: 800
+constraints: {area_mm2: {max: 20}}
+objectives: [min latency_ms, min energy_mj]
+search: {strategy: nsga2, budget: 12, seed: 0, population: 4}
+"""
+
+
+def test_real_spec_space_and_evaluator(tmp_path):
+    """The whole pipeline: spec -> DesignSpace.from_spec -> PointEvaluator -> store -> files."""
+    try:
+        from dse.cli import build_evaluator
+        from dse.spec import parse_spec
+    except ImportError as exc:
+        pytest.skip(f"pipeline not importable yet: {exc}")
+    spec = parse_spec(SMALL_SPEC)
+    _graph, evaluator = build_evaluator(spec)
+    result = explore(spec, tmp_path, evaluator, executor="serial", progress=False)
+    assert result.evaluated + result.reused == 12
+    assert result.failed == 0
+    points = result.points
+    assert {"rows", "cols", "dataflow", "sram_kib", "dram_gbps", "freq_mhz"} <= set(points.columns)
+    assert (points["latency_ms"] > 0).all() and points["pareto"].any()
+    with Store.open(tmp_path) as store:
+        assert store.meta()["fingerprint"] == spec.evaluation_fingerprint()
+        layers = store.layers_frame(result.pareto["point_id"].iloc[0])
+        assert len(layers) > 10 and "cycles" in layers.columns
+    again = explore(spec, tmp_path, evaluator, executor="serial", progress=False)
+    assert again.evaluated == 0 and again.reused == 12
+
+
+def test_points_outside_a_narrower_space_are_left_out(tmp_path):
+    from dse.space import DesignSpace, Dimension
+
+    _run(tmp_path, _spec("grid", 48))
+    narrow = DesignSpace(
+        tuple(Dimension("rows", "int", values=(4,)) if d.name == "rows" else d for d in toy_space().dims)
+    )
+    result = explore(_spec("grid", 12), tmp_path, ToyEvaluator(), executor="serial", progress=False, space=narrow)
+    # the first 48 grid points were all 36 with rows=4 (3 cols x 2 dataflows x 6 sram) and 12 with rows=8
+    assert (result.evaluated, result.reused) == (0, 12)
+    assert (result.points["rows"] == 4).all() and len(result.points) == 36
+    assert any("12 stored point(s)" in note for note in result.notes)
+
+
+def test_executor_connects_to_a_running_scheduler():
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://", dashboard_address=None
+    ) as cluster:
+        address = cluster.scheduler_address
+        assert address.startswith("tcp://")
+        with make_executor(address) as executor:
+            assert executor.workers == 1
+            outcomes = sorted(executor.map(_explode, [1, 3, 5]), key=lambda o: o.index)
+        assert [o.value for o in outcomes] == [10, None, 50]
+        assert outcomes[1].error == "RuntimeError: boom"

@@ -166,16 +166,14 @@ def _hypervolume_history(points: pd.DataFrame, objectives: list[Objective]) -> p
     low, high = raw.min(axis=0), raw.max(axis=0)
     scaled = (raw - low) / np.where(high > low, high - low, 1.0)
     seqs = feasible["seq"].to_numpy()
-    history = []
+    history, front = [], np.empty((0, 2))
     for seq in points["seq"]:
-        seen = scaled[seqs <= seq]
-        if len(seen) == 0:
-            history.append({"seq": seq, "hypervolume": 0.0, "front_size": 0})
-            continue
-        front = seen[_non_dominated(seen)]
-        front = front[np.argsort(front[:, 0])]
+        arrived = scaled[seqs == seq]
+        if len(arrived):  # the front only changes when a feasible point arrives
+            front = np.vstack([front, arrived])
+            front = front[_non_dominated(front)]
         volume, previous_y = 0.0, 1.1
-        for x, y in front:
+        for x, y in front[np.argsort(front[:, 0])]:
             volume += (1.1 - x) * (previous_y - y)
             previous_y = y
         history.append({"seq": seq, "hypervolume": volume, "front_size": len(front)})
@@ -333,6 +331,9 @@ def test_pareto_figure_draws_the_front_as_a_step_line_and_hover_names_params(tmp
         assert name in hover
     assert "infeasible: area_mm2 ≤ 12 mm^2" in traces["infeasible"]["hovertext"][0]
     assert fig["layout"]["xaxis"]["title"]["text"].startswith("latency_ms [ms]")
+    # latency spans more than a decade: a log axis with plain 1-2-5 tick labels
+    assert fig["layout"]["xaxis"]["type"] == "log"
+    assert {"5", "10", "20", "50"} <= set(fig["layout"]["xaxis"]["ticktext"])
 
 
 def test_layer_breakdown_offers_every_pareto_design_and_opens_on_the_knee(tmp_path: Path) -> None:

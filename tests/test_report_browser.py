@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import plotly.offline
 import pytest
 from PIL import Image
 
@@ -88,7 +89,12 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict:
     dom = re.sub(r"<script\b.*?</script>", "", dom, flags=re.S)  # the plotly.js source itself is not the page
     shot = directory / "report.png"
     run_chromium(page, directory / "profile-shot", f"--screenshot={shot}", "--window-size=1400,2000")
-    return {"figure_ids": figure_ids, "dom": dom, "screenshot": shot, "run": run}
+    # The control: the same page without plotly.js, i.e. the text and boxes but no figure.
+    control_page = directory / "control.html"
+    control_page.write_text(static.replace(plotly.offline.get_plotlyjs(), "/* plotly.js left out */"), encoding="utf-8")
+    control_shot = directory / "control.png"
+    run_chromium(control_page, directory / "profile-control", f"--screenshot={control_shot}", "--window-size=1400,2000")
+    return {"figure_ids": figure_ids, "dom": dom, "screenshot": shot, "control": control_shot, "run": run}
 
 
 def test_every_figure_is_drawn_by_plotly(rendered: dict) -> None:
@@ -121,12 +127,22 @@ def test_figures_carry_their_content(rendered: dict) -> None:
     assert layers.count('class="point"') >= 4 * len(rendered["run"]["layers"][next(iter(rendered["run"]["layers"]))])
 
 
+def _image_stats(png: Path) -> tuple[float, int, float]:
+    """(pixel standard deviation, distinct colours, share of strongly coloured pixels)."""
+    pixels = np.asarray(Image.open(png).convert("RGB"))
+    assert pixels.shape == (2000, 1400, 3)
+    packed = pixels.reshape(-1, 3).astype(np.uint32) @ np.array([1 << 16, 1 << 8, 1], dtype=np.uint32)
+    distinct = len(np.unique(packed))
+    coloured = float(np.mean(pixels.max(axis=2).astype(int) - pixels.min(axis=2) > 30))
+    return float(pixels.std()), distinct, coloured
+
+
 def test_screenshot_is_not_blank(rendered: dict) -> None:
-    image = Image.open(rendered["screenshot"]).convert("RGB")
-    assert image.size == (1400, 2000)
-    pixels = np.asarray(image, dtype=float)
-    assert pixels.std() > 20, "the page looks blank"
-    distinct = len(np.unique(pixels.reshape(-1, 3).astype(np.uint8).view([("", np.uint8)] * 3)))
-    assert distinct > 200, f"only {distinct} colours: figures did not render"
-    not_background = np.mean(np.abs(pixels - pixels[-1, -1]).sum(axis=2) > 30)
-    assert not_background > 0.1
+    """Compared with the same page rendered without plotly.js: the figures add colours and coloured pixels."""
+    spread, distinct, coloured = _image_stats(rendered["screenshot"])
+    _, control_distinct, control_coloured = _image_stats(rendered["control"])
+    assert spread > 20, "the page looks blank"
+    assert distinct > 2 * control_distinct, f"{distinct} colours vs {control_distinct} without figures"
+    assert coloured > 0.005 and coloured > 5 * control_coloured, (
+        f"{coloured:.2%} coloured pixels vs {control_coloured:.2%} without figures: nothing was drawn"
+    )

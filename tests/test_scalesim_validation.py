@@ -1,11 +1,13 @@
 """Our systolic model against SCALE-Sim 3.0.0: the shared reference runs, and SCALE-Sim run live.
 
 Targets (per layer): compute cycles exact; total cycles (incl. prefetch) and DRAM traffic within
-2 % mean absolute error. They hold for SCALE-Sim's CALC bandwidth mode. In USER mode SCALE-Sim's
-read SRAM walks a circular prefetch window and, when a demand line mixes addresses from both sides
-of a window boundary, goes round the whole operand again; that multiplies its DRAM reads (and so
-its bandwidth-bound cycles) by 2-40x in ways our closed forms do not reproduce. Those gaps are
-recorded as strict xfails so the suite notices if they ever close.
+2 % mean absolute error, in SCALE-Sim's CALC bandwidth mode (our ``dram_mode="unlimited"``) and in
+its USER mode (``dram_mode="per_operand"``). In USER mode SCALE-Sim's "compute cycles" include the
+stalls, so the stall-free count we compare is its compute minus its stall cycles. USER mode's read
+buffers re-read whole operands when their circular prefetch window walks past a demanded address;
+``hwmodels.systolic`` emulates that walk, so its DRAM reads match exactly.
+
+Also here: fused activations (``OpMapping.resident_output`` / ``resident_inputs`` / ``fused_into``).
 """
 
 from __future__ import annotations
@@ -105,11 +107,26 @@ def test_shared_user_ofmap_writes_within_2_percent():
     assert _mae([(o["dram_ofmap_writes"], r["dram_ofmap_writes"]) for o, r in pairs]) < 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="SCALE-Sim USER-mode circular prefetch re-reads are not modelled")
+def test_shared_user_base_compute_exact():
+    pairs = _pairs(_shared_runs(), "USER")
+    for ours, ref in pairs:
+        assert ours["compute_cycles"] == ref["compute_cycles"] - ref["stall_cycles"], ref["layer"]
+
+
 @pytest.mark.parametrize("metric", ["total_cycles_incl_prefetch", "dram_ifmap_reads", "dram_filter_reads"])
 def test_shared_user_within_2_percent(metric):
     pairs = _pairs(_shared_runs(), "USER")
-    assert _mae([(o[metric], r[metric]) for o, r in pairs]) < 2.0
+    mae = _mae([(o[metric], r[metric]) for o, r in pairs])
+    assert mae < 2.0, f"{metric}: MAE {mae:.2f} % over {len(pairs)} USER layers"
+
+
+def test_shared_user_reads_are_the_window_walk_exactly():
+    """The re-reads are whole prefetches (SCALE-Sim counts 32 770 words each at 64 KiB, 10 words/cycle),
+    so an emulation that misses one window wrap is off by a visible amount: demand exact counts."""
+    pairs = _pairs(_shared_runs(), "USER")
+    for ours, ref in pairs:
+        assert ours["dram_ifmap_reads"] == ref["dram_ifmap_reads"], ref["layer"]
+        assert ours["dram_filter_reads"] == ref["dram_filter_reads"], ref["layer"]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -150,14 +167,73 @@ def test_live_calc_ifmap_reads(live_calc):
     assert mae < 10.0, f"ifmap reads MAE {mae:.2f} %"
 
 
-def test_live_user_ofmap_and_gemm_cycles():
+LIVE_USER_LAYERS = [*LIVE_LAYERS, ScaleSimLayer("fc", 1, 1, 1, 1, 256, 48, 1)]
+
+
+@pytest.mark.parametrize(("df", "rows", "cols"), [("os", 16, 8), ("ws", 8, 16)])
+def test_live_user_mode(df, rows, cols):
+    """USER 10 words/cycle with 4 KiB SRAMs: the operands are 2-20x the prefetch window, so the
+    window walks round them many times; reads exact, cycles within 2 % on average."""
     pytest.importorskip("scalesim")
-    cfg = ScaleSimConfig(8, 16, "ws", 4, 4, 4, "USER", 10)
-    layers = [LIVE_LAYERS[2]]
-    (ours,), (ref,) = predict(layers, cfg), run_scalesim(layers, cfg)
-    assert ours["compute_cycles"] == ref["compute_cycles"]
-    assert (
-        abs(ours["total_cycles_incl_prefetch"] - ref["total_cycles_incl_prefetch"]) / ref["total_cycles_incl_prefetch"]
-        < 0.02
-    )
-    assert abs(ours["dram_ofmap_writes"] - ref["dram_ofmap_writes"]) / ref["dram_ofmap_writes"] < 0.02
+    cfg = ScaleSimConfig(rows, cols, df, 4, 4, 4, "USER", 10)
+    pairs = list(zip(predict(LIVE_USER_LAYERS, cfg), run_scalesim(LIVE_USER_LAYERS, cfg)))
+    for ours, ref in pairs:
+        assert ours["compute_cycles"] == ref["compute_cycles"] - ref["stall_cycles"], ref["layer"]
+        assert ours["dram_ifmap_reads"] == ref["dram_ifmap_reads"], ref["layer"]
+        assert ours["dram_filter_reads"] == ref["dram_filter_reads"], ref["layer"]
+    assert any(r["dram_ifmap_reads"] > 5 * 4096 for _, r in pairs), "no layer exercised the window walk"
+    for metric in ("total_cycles_incl_prefetch", "dram_ofmap_writes"):
+        mae = _mae([(o[metric], r[metric]) for o, r in pairs])
+        assert mae < 2.0, f"{df} {metric}: MAE {mae:.2f} %"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Fusion: an activation fused into its producer
+# ---------------------------------------------------------------------------------------------------
+def _conv_relu_graph():
+    from dse.graph import GraphBuilder
+
+    b = GraphBuilder("conv_relu")
+    x = b.input("x", (1, 16, 18, 18))
+    y = b.conv(x, 24, 3, name="conv")
+    b.output(b.relu(y, name="act"))
+    return b.build()
+
+
+@pytest.mark.parametrize("mode", ["shared", "per_operand"])
+def test_fused_activation_saves_dram_and_latency(mode):
+    from dataclasses import replace
+
+    from hwmodels.systolic import SystolicModel
+    from mappers.systolic import SystolicFoldMapper
+    from templates.systolic import SystolicTemplate
+
+    arch = SystolicTemplate().instantiate({"rows": 8, "cols": 8, "dram_gbps": 4.0, "dram_mode": mode})
+    graph = _conv_relu_graph()
+    fused_map = SystolicFoldMapper().map(graph, arch)
+    conv_out = graph.op("conv").outputs[0]
+    # the mapper marks the fusion; build the unfused mapping by hand from it
+    assert fused_map.ops["conv"].resident_output
+    assert fused_map.ops["act"].resident_inputs == (conv_out,)
+    assert fused_map.ops["act"].extra["fused_into"] == "conv"
+    plain_ops = {
+        "conv": replace(fused_map.ops["conv"], resident_output=False),
+        "act": replace(fused_map.ops["act"], resident_inputs=(), extra={"unit": "vector"}),
+    }
+    plain_map = replace(fused_map, ops=plain_ops)
+
+    fused = SystolicModel().evaluate(fused_map, arch)
+    plain = SystolicModel().evaluate(plain_map, arch)
+    f_conv, f_act = fused.layers
+    p_conv, p_act = plain.layers
+    out_bytes = graph.tensors[conv_out].numel * arch.word_bytes
+    assert p_conv.dram_write_bytes >= out_bytes and f_conv.dram_write_bytes == 0
+    assert p_act.dram_read_bytes == out_bytes and f_act.dram_read_bytes == 0
+    assert f_act.dram_write_bytes == p_act.dram_write_bytes == out_bytes  # its own output still goes out
+    assert f_act.cycles == 0 and p_act.cycles > 0
+    assert f_act.energy_breakdown_pj["vector"] == p_act.energy_breakdown_pj["vector"] > 0
+    assert f_act.energy_breakdown_pj["dram"] > 0 and f_act.energy_breakdown_pj["leakage"] == 0
+    assert fused.values["latency_cycles"] == pytest.approx(f_conv.cycles)
+    assert fused.values["latency_cycles"] < plain.values["latency_cycles"]
+    assert fused.values["energy_mj"] < plain.values["energy_mj"]
+    assert fused.values["dram_mb"] == pytest.approx(plain.values["dram_mb"] - 2 * out_bytes / 1e6)

@@ -1,0 +1,190 @@
+"""End to end through the `dse` command line, as a user runs it."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DESIGNS = ROOT / "designs"
+
+SMALL_SPEC = """\
+name: cli-small
+workload: {model: resnet18, batch: 1, precision: int8}
+template:
+  kind: systolic
+  params:
+    rows: [16, 32]
+    cols: [16, 32]
+    dataflow: [ws, os]
+    sram_kib: [256, 1024]
+    dram_gbps: 25.6
+    freq_mhz: 800
+tech: asic-28nm
+constraints: {area_mm2: {max: 20}}
+objectives: [min latency_ms, min energy_mj]
+search: {strategy: grid}
+"""
+
+
+def dse(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "dse.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=600
+    )
+
+
+@pytest.fixture()
+def small_spec(tmp_path: Path) -> Path:
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL_SPEC)
+    return path
+
+
+def test_explore_writes_every_output_and_resumes(small_spec: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    first = dse("explore", str(small_spec), "-o", str(out), "--executor", "serial", "-q")
+    assert first.returncode == 0, first.stderr
+    assert "16 evaluated" in first.stdout
+    for name in ("store.sqlite", "points.parquet", "points.csv", "pareto.csv", "hypervolume.csv", "report.html"):
+        assert (out / name).is_file(), name
+    points = pd.read_parquet(out / "points.parquet")
+    assert len(points) == 16
+    for column in ("point_id", "rows", "cols", "dataflow", "sram_kib", "latency_ms", "energy_mj", "area_mm2"):
+        assert column in points.columns
+    assert points["status"].eq("ok").all()
+    front = pd.read_csv(out / "pareto.csv")
+    assert 1 <= len(front) <= 16
+    assert set(front["point_id"]) == set(points.loc[points["pareto"], "point_id"])
+
+    again = dse("explore", str(small_spec), "-o", str(out), "--executor", "serial", "-q")
+    assert again.returncode == 0, again.stderr
+    assert "0 evaluated, 16 from the store" in again.stdout
+
+    runs = dse("runs", str(tmp_path))
+    assert runs.returncode == 0 and "cli-small" in runs.stdout and "16" in runs.stdout
+    (out / "report.html").unlink()
+    rep = dse("report", str(out))
+    assert rep.returncode == 0, rep.stderr
+    assert (out / "report.html").stat().st_size > 100_000  # plotly.js is embedded
+
+
+def test_evaluate_writes_per_layer_csv(small_spec: Path, tmp_path: Path) -> None:
+    layers = tmp_path / "layers.csv"
+    result = dse(
+        "evaluate",
+        str(small_spec),
+        "--point",
+        "rows=32",
+        "--point",
+        "cols=16",
+        "--point",
+        "dataflow=os",
+        "--point",
+        "sram_kib=256",
+        "--layers",
+        str(layers),
+    )
+    assert result.returncode == 0, result.stderr
+    frame = pd.read_csv(layers)
+    required = [
+        "layer",
+        "cycles",
+        "compute_cycles",
+        "stall_cycles",
+        "dram_read_bytes",
+        "dram_write_bytes",
+        "utilization",
+        "energy_pj",
+    ]
+    assert all(c in frame.columns for c in required)
+    assert "Conv1" in set(frame["layer"]) and "FC" in set(frame["layer"])
+    assert (frame["cycles"] >= frame["compute_cycles"]).all()
+    assert frame["utilization"].between(0, 1).all()
+
+
+def test_evaluate_names_layers_as_the_scalesim_csv_does(tmp_path: Path) -> None:
+    spec = DESIGNS / "alexnet_scalesim_topology.yaml"
+    layers = tmp_path / "alex.csv"
+    result = dse(
+        "evaluate",
+        str(spec),
+        "--point",
+        "rows=32",
+        "--point",
+        "cols=32",
+        "--point",
+        "dataflow=ws",
+        "--point",
+        "dram_gbps=10",
+        "--layers",
+        str(layers),
+    )
+    assert result.returncode == 0, result.stderr
+    assert list(pd.read_csv(layers)["layer"]) == ["Conv1", "Conv2", "Conv3", "Conv4", "Conv5", "FC6", "FC7", "FC8"]
+
+
+def test_evaluate_needs_every_free_parameter(small_spec: Path) -> None:
+    result = dse("evaluate", str(small_spec), "--point", "rows=32")
+    assert result.returncode == 2
+    assert "cols" in result.stderr and "--point" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (("dataflow: [ws, os]", "dataflow: [ws, xs]"), "template.params.dataflow"),
+        (("model: resnet18", "model: resnet19"), "resnet18"),
+        (("rows: [16, 32]", "rowz: [16, 32]"), "rowz"),
+        (("strategy: grid", "strategy: annealing"), "search.strategy"),
+    ],
+)
+def test_bad_spec_is_one_message_exit_2_and_store_untouched(
+    small_spec: Path, tmp_path: Path, edit: tuple[str, str], expected: str
+) -> None:
+    out = tmp_path / "run"
+    assert dse("explore", str(small_spec), "-o", str(out), "--executor", "serial", "-q").returncode == 0
+    before = (out / "store.sqlite").read_bytes()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(SMALL_SPEC.replace(*edit))
+    result = dse("explore", str(bad), "-o", str(out), "-q")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert str(bad) in lines[0] and expected in lines[0]
+    with sqlite3.connect(out / "store.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM points").fetchone()[0] == 16
+    assert (out / "store.sqlite").read_bytes() == before
+
+
+def test_report_on_a_non_run_directory_is_a_user_error(tmp_path: Path) -> None:
+    result = dse("report", str(tmp_path))
+    assert result.returncode == 2 and "not a run directory" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("spec", sorted(p.name for p in DESIGNS.glob("*.yaml")))
+def test_every_design_validates(spec: str) -> None:
+    result = dse("validate", str(DESIGNS / spec))
+    assert result.returncode == 0, result.stderr
+    assert "ok" in result.stdout
+
+
+def test_models_and_params_list_what_exists() -> None:
+    models = dse("models")
+    assert models.returncode == 0 and "resnet50" in models.stdout and "gpt2" in models.stdout
+    params = dse("params", "systolic")
+    assert params.returncode == 0 and "dataflow" in params.stdout and "ws" in params.stdout
+    bad = dse("params", "tpu")
+    assert bad.returncode == 2 and "systolic" in bad.stderr
+
+
+def test_console_script_is_installed() -> None:
+    exe = shutil.which("dse", path=str(Path(sys.executable).parent))
+    assert exe is not None, "the `dse` console script is not installed next to the interpreter"
