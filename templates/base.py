@@ -93,8 +93,7 @@ class Template(ABC):
             if p.name == name:
                 return p
         raise TemplateError(
-            f"{self.kind} has no parameter {name!r}; its parameters are: "
-            + ", ".join(p.name for p in self.params()),
+            f"{self.kind} has no parameter {name!r}; its parameters are: " + ", ".join(p.name for p in self.params()),
             name,
         )
 
