@@ -78,16 +78,7 @@ def shared_groups() -> list[tuple[ScaleSimConfig, list[ScaleSimLayer], list[dict
     groups = []
     for rows in runs.values():
         r0 = rows[0]
-        cfg = ScaleSimConfig(
-            int(r0["array_rows"]),
-            int(r0["array_cols"]),
-            r0["dataflow"],
-            int(r0["ifmap_sram_kb"]),
-            int(r0["filter_sram_kb"]),
-            int(r0["ofmap_sram_kb"]),
-            r0["bw_mode"],
-            10,
-        )
+        cfg = ScaleSimConfig.from_reference_row(r0)
         refs = [
             {**{k: float(r[k]) for k in (*METRICS, "stall_cycles", "sim_wall_s")}, "layer": r["layer"]} for r in rows
         ]

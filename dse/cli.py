@@ -7,6 +7,7 @@ naming the file, field or node, what was wrong and what is allowed, and exit 2.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Sequence
@@ -14,6 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import EXIT_USER_ERROR, UserError
+
+# Modules that add their own sub-commands: each has ``register(subparsers)`` which adds a parser
+# whose ``func(args) -> int`` runs it (user errors raised as UserError and friends, as everywhere).
+COMMAND_MODULES: list[str] = []
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
@@ -237,6 +242,9 @@ def make_parser() -> argparse.ArgumentParser:
     va = sub.add_parser("validate", help="check a spec and build its workload without evaluating")
     va.add_argument("spec")
     va.set_defaults(func=cmd_validate)
+
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(sub)
     return p
 
 

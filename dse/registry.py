@@ -7,6 +7,7 @@ its HwModel.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,19 +29,36 @@ class Family:
         return next(iter(self.mappers))
 
 
-def families() -> dict[str, Family]:
-    """Template kind -> Family. Imports lazily so a broken optional room cannot break the rest."""
+# kind -> (module, function returning its Family). A family whose module is not part of this
+# checkout is left out; any other import error is a bug and propagates.
+_FAMILY_MODULES: dict[str, tuple[str, str]] = {
+    "systolic": ("dse.registry", "_systolic_family"),
+    "fpga_dataflow": ("templates.fpga_dataflow", "family"),
+    "gpu": ("templates.gpu", "family"),
+    "rdu": ("templates.rdu", "family"),
+}
+
+
+def _systolic_family() -> Family:
     from hwmodels.systolic import SystolicModel
     from mappers.systolic import SystolicFoldMapper
     from templates.systolic import SystolicTemplate
 
-    return {
-        "systolic": Family(
-            template=SystolicTemplate,
-            mappers={"fold": SystolicFoldMapper},
-            hwmodel=SystolicModel,
-        ),
-    }
+    return Family(template=SystolicTemplate, mappers={"fold": SystolicFoldMapper}, hwmodel=SystolicModel)
+
+
+def families() -> dict[str, Family]:
+    """Template kind -> Family, for every family present in this checkout."""
+    out: dict[str, Family] = {}
+    for kind, (module_name, function) in _FAMILY_MODULES.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue
+            raise
+        out[kind] = getattr(module, function)()
+    return out
 
 
 def family(kind: str) -> Family:

@@ -48,6 +48,20 @@ class ScaleSimConfig:
     def run_name(self) -> str:
         return f"r{self.rows}x{self.cols}_{self.dataflow}_{self.bw_mode.lower()}{self.user_bw}"
 
+    @classmethod
+    def from_reference_row(cls, row: dict) -> ScaleSimConfig:
+        """The configuration of one row of the shared ``resnet18_per_layer.csv`` (its runs use 10 words/cycle)."""
+        return cls(
+            int(row["array_rows"]),
+            int(row["array_cols"]),
+            row["dataflow"],
+            int(row["ifmap_sram_kb"]),
+            int(row["filter_sram_kb"]),
+            int(row["ofmap_sram_kb"]),
+            row["bw_mode"],
+            10,
+        )
+
 
 def config_text(cfg: ScaleSimConfig) -> str:
     """A complete SCALE-Sim .cfg (the same layout as the shared reference runs)."""

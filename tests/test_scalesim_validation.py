@@ -41,16 +41,7 @@ def _shared_runs() -> dict[str, list[dict]]:
 
 def _compare(rows: list[dict]) -> list[tuple[dict, dict]]:
     r0 = rows[0]
-    cfg = ScaleSimConfig(
-        int(r0["array_rows"]),
-        int(r0["array_cols"]),
-        r0["dataflow"],
-        int(r0["ifmap_sram_kb"]),
-        int(r0["filter_sram_kb"]),
-        int(r0["ofmap_sram_kb"]),
-        r0["bw_mode"],
-        10,
-    )
+    cfg = ScaleSimConfig.from_reference_row(r0)
     layers = [
         ScaleSimLayer(
             r["layer"],
