@@ -18,7 +18,8 @@ from dse.errors import EXIT_USER_ERROR, UserError
 
 # Modules that add their own sub-commands: each has ``register(subparsers)`` which adds a parser
 # whose ``func(args) -> int`` runs it (user errors raised as UserError and friends, as everywhere).
-COMMAND_MODULES: list[str] = []
+# A module that is not part of this checkout is skipped; any other import error propagates.
+COMMAND_MODULES: list[str] = ["dse.schedule", "dse.compare", "dse.export", "surrogates.cli"]
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
@@ -244,7 +245,13 @@ def make_parser() -> argparse.ArgumentParser:
     va.set_defaults(func=cmd_validate)
 
     for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).register(sub)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue
+            raise
+        module.register(sub)
     return p
 
 
