@@ -24,7 +24,7 @@ from dse.executors import Outcome, make_executor
 from dse.objectives import Constraint, Objective
 from dse.pareto import FrontTracker, feasible_mask, front_mask, hypervolume_history, objective_matrix
 from dse.search import Observation, Proposal, SearchStrategy, make_strategy
-from dse.store import PointRecord, Store, point_key
+from dse.store import FlatMetrics, FlatMetricsEvaluator, PointRecord, Store, point_key
 
 
 @dataclass
@@ -40,6 +40,7 @@ class ExploreResult:
     seconds: float
     report: Path | None = None
     notes: list[str] = field(default_factory=list)
+    sweep_seconds: float = 0.0  # of ``seconds``, the part spent proposing, evaluating and storing points
 
 
 def explore(
@@ -74,6 +75,7 @@ def explore(
             sweep = _Sweep(store, strategy, space, fingerprint, evaluator_name, objectives, constraints)
             with _Display(progress, strategy.budget, spec.name) as display:
                 sweep.run(pool, FlatMetricsEvaluator(evaluator), display)
+        sweep_seconds = time.perf_counter() - start
         store.set_status("done")
         report, points, pareto, notes = finish_run(out_dir, spec, store, space, list(strategy.notes), sweep, strategy)
     return ExploreResult(
@@ -86,6 +88,7 @@ def explore(
         seconds=time.perf_counter() - start,
         report=report,
         notes=notes,
+        sweep_seconds=sweep_seconds,
     )
 
 
@@ -189,7 +192,7 @@ class _Sweep:
                 metrics=flat.values,
                 evaluator=self.evaluator_name,
                 exact=exact,
-                layers=flat.layers,
+                layers_blob=flat.layers_blob,
                 **common,
             )
         return PointRecord(status="failed", reason=outcome.error, evaluator=self.evaluator_name, exact=False, **common)
@@ -208,31 +211,6 @@ class _Sweep:
 
     def _feasible(self, record: PointRecord) -> bool:
         return all(c.violation(record.metrics) == 0.0 for c in self.constraints)
-
-
-@dataclass
-class FlatMetrics:
-    """Metrics reduced to plain data in the worker: scalar columns, per-layer rows, exact flag."""
-
-    values: dict[str, float]
-    layers: list[dict[str, Any]]
-    exact: bool | None
-
-
-@dataclass
-class FlatMetricsEvaluator:
-    """Wraps ``evaluator(point) -> Metrics`` so workers, not the explorer process, flatten the results."""
-
-    evaluator: Callable[[Mapping[str, Any]], Any]
-
-    def __call__(self, point: Mapping[str, Any]) -> FlatMetrics:
-        metrics = self.evaluator(point)
-        exact = getattr(metrics, "info", {}).get("exact")
-        return FlatMetrics(
-            values=dict(metrics.flat()),
-            layers=[layer.row() for layer in getattr(metrics, "layers", [])],
-            exact=None if exact is None else bool(exact),
-        )
 
 
 def _observation(record: PointRecord) -> Observation:
@@ -270,7 +248,19 @@ def finish_run(
     if outside:
         notes.append(f"{outside} stored point(s) of earlier runs in this directory lie outside this spec's space")
     write_outputs(out_dir, spec, points, pareto, history)
-    report = _write_report(out_dir, spec, points, objectives, constraints, free_names, layers, history, notes)
+    comparison = None
+    if getattr(spec, "baselines", None):
+        from dse.compare import compare_run, write_comparison
+        from dse.errors import UserError
+
+        try:
+            comparison = compare_run(spec, pareto, layers, param_names=free_names)
+            write_comparison(out_dir, comparison)
+        except UserError as err:
+            notes.append(f"GPU comparison not written: {err}")
+    report = _write_report(
+        out_dir, spec, points, objectives, constraints, free_names, layers, history, notes, comparison
+    )
     return report, points, pareto, notes
 
 
@@ -360,6 +350,7 @@ def _write_report(
     layers: Mapping[str, pd.DataFrame],
     history: pd.DataFrame,
     notes: list[str],
+    comparison: Any = None,
 ) -> Path | None:
     try:
         from dse.report import write_report
@@ -378,6 +369,7 @@ def _write_report(
         layers=layers,
         hypervolume=history,
         notes=notes,
+        comparison=comparison,
     )
 
 

@@ -1023,6 +1023,42 @@ def _sections(data: ReportData, layers: Mapping[str, pd.DataFrame], hypervolume:
     return sections
 
 
+_COMPARISON_COLUMNS = (
+    ("name", "design / GPU"),
+    ("precision", "precision"),
+    ("latency_ms", "latency [ms]"),
+    ("throughput_ips", "throughput [inf/s]"),
+    ("energy_mj", "energy [mJ/inf]"),
+    ("power_w", "power [W]"),
+    ("inferences_per_j", "inf/J"),
+    ("latency_vs_best_gpu", "latency / best GPU"),
+    ("energy_vs_best_gpu", "energy / best GPU"),
+    ("perf_per_watt_vs_best_gpu", "perf/W / best GPU"),
+)
+
+
+def comparison_section(comparison) -> _Section:
+    """GPU baselines (a ``dse.compare.Comparison``): table, bars, rooflines side by side, per-layer table."""
+    summary = comparison.summary
+    table = _table_html(
+        summary,
+        [c for c in _COMPARISON_COLUMNS if c[0] in summary.columns],
+        row_class=lambda row: "" if row["kind"] == "gpu" else "knee",
+    )
+    body = f'<div class="table-wrap">{table}</div>'
+    body += "".join(_figure_html(fig, div_id) for div_id, fig in comparison.figures)
+    if not comparison.layers.empty:
+        layer_columns = [(c, c) for c in comparison.layers.columns]
+        layer_table = _table_html(comparison.layers, layer_columns)
+        body += f'<h3>Per layer</h3><div class="table-wrap">{layer_table}</div>'
+    how = (
+        "The Pareto designs (highlighted) next to the baseline GPUs on the same workload; ratios are to the best "
+        "GPU on each figure (latency and energy: below 1 beats it; perf/W: above 1 beats it). "
+        + " ".join(comparison.notes)
+    )
+    return _Section("gpus", "GPU baselines", how, body)
+
+
 def _check_inputs(points: pd.DataFrame, objectives: Sequence[Objective], param_names: Sequence[str]) -> None:
     if not objectives:
         raise ValueError("write_report: at least one objective is required to build a report")
@@ -1044,6 +1080,7 @@ def render_report(
     layers: Mapping[str, pd.DataFrame],
     hypervolume: pd.DataFrame | None = None,
     notes: Sequence[str] = (),
+    comparison: object | None = None,
 ) -> str:
     """The report as an HTML string (see write_report)."""
     _check_inputs(points, objectives, param_names)
@@ -1051,6 +1088,8 @@ def render_report(
         points = points.assign(reason=None)
     data = ReportData(points.reset_index(drop=True), list(objectives), list(constraints), list(param_names))
     sections = _sections(data, {str(k): v for k, v in layers.items()}, hypervolume)
+    if comparison is not None:
+        sections.insert(len(sections) - 2, comparison_section(comparison))
     nav = "".join(f'<a href="#{s.anchor}">{html.escape(s.heading.split(" (")[0])}</a>' for s in sections)
     body = "".join(
         f'<section id="{s.anchor}"><h2>{html.escape(s.heading)}</h2>'
@@ -1078,6 +1117,7 @@ def write_report(
     layers: Mapping[str, pd.DataFrame],
     hypervolume: pd.DataFrame | None = None,
     notes: Sequence[str] = (),
+    comparison: object | None = None,
 ) -> Path:
     """Write the self-contained HTML report to ``path`` (atomically, so a reader never sees half a file)."""
     document = render_report(
@@ -1089,6 +1129,7 @@ def write_report(
         layers=layers,
         hypervolume=hypervolume,
         notes=notes,
+        comparison=comparison,
     )
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

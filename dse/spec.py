@@ -533,6 +533,17 @@ def _tech_problem(tech: Any) -> str | None:
         return f"unknown technology {tech!r}; choose one of: {', '.join(names)}"
 
 
+def _baseline_problem(name: str) -> str | None:
+    """None when ``name`` is a GPU of the catalog (aliases like h100, a100 included), else the message."""
+    from hwmodels.gpu_catalog import UnknownGpuError, canonical_gpu_name
+
+    try:
+        canonical_gpu_name(name)
+    except UnknownGpuError as err:
+        return f"unknown baseline GPU {name!r}; {err.message.split('; ', 1)[1]}"
+    return None
+
+
 def _zoo_models() -> dict[str, Any] | None:
     """The zoo's models by name, or None when the zoo does not list them (then any name is passed on)."""
     try:
@@ -571,6 +582,10 @@ def _check_semantics(spec: Spec) -> list[tuple[Loc, str]]:
             problems.append((("baselines", i), "is blank; expected a baseline name such as a100"))
         elif name in seen:
             problems.append((("baselines", i), f"{name!r} is listed twice; list each baseline once"))
+        else:
+            baseline_problem = _baseline_problem(name)
+            if baseline_problem:
+                problems.append((("baselines", i), baseline_problem))
         seen.add(name)
     _check_template(spec, problems, tech_ok=tech_problem is None)
     return problems

@@ -15,14 +15,15 @@ import math
 import sqlite3
 import time
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 import dse
+
+if TYPE_CHECKING:  # pandas is imported where frames are built: pool workers import this module and stay light
+    import pandas as pd
 
 STORE_FILE = "store.sqlite"
 POINT_ID_LENGTH = 12
@@ -70,6 +71,53 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+LAYERS_COMPRESSION = 1  # zlib level: per-layer rows compress ~10x at level 1, and level 6 costs twice the time
+
+
+def encode_layers(rows: Sequence[Mapping[str, Any]]) -> bytes:
+    """Per-layer rows as the store keeps them: compact JSON, zlib-compressed."""
+    text = json.dumps(list(rows), separators=(",", ":"), default=_json_default)
+    return zlib.compress(text.encode(), LAYERS_COMPRESSION)
+
+
+def decode_layers(blob: bytes) -> list[dict[str, Any]]:
+    return json.loads(zlib.decompress(blob))
+
+
+@dataclass
+class FlatMetrics:
+    """What a worker sends back for one point: scalar metrics, encoded per-layer rows, exact flag.
+
+    Workers do the flattening and encoding so the explorer process, which shares the cores
+    with them, only unpickles a few kilobytes and writes them to SQLite.
+    """
+
+    values: dict[str, float]
+    layers_blob: bytes | None
+    exact: bool | None
+
+
+@dataclass
+class FlatMetricsEvaluator:
+    """Wraps ``evaluator(point) -> Metrics`` so workers, not the explorer process, flatten the results.
+
+    It lives here rather than in ``dse.explore`` because a spawned worker imports the module
+    of the callable it runs; this one does not pull in pandas or optuna.
+    """
+
+    evaluator: Callable[[Mapping[str, Any]], Any]
+
+    def __call__(self, point: Mapping[str, Any]) -> FlatMetrics:
+        metrics = self.evaluator(point)
+        exact = getattr(metrics, "info", {}).get("exact")
+        layers = [layer.row() for layer in getattr(metrics, "layers", [])]
+        return FlatMetrics(
+            values=dict(metrics.flat()),
+            layers_blob=encode_layers(layers) if layers else None,
+            exact=None if exact is None else bool(exact),
+        )
+
+
 @dataclass
 class PointRecord:
     """One evaluated point as stored: ``status`` is 'ok' or 'failed' (with ``reason``)."""
@@ -84,6 +132,7 @@ class PointRecord:
     exact: bool = True
     layers: list[dict[str, Any]] = field(default_factory=list)
     fingerprint: str = ""
+    layers_blob: bytes | None = None  # ``layers`` already encoded (by a worker); stored as is when given
     seq: int | None = None  # assigned by the store on put, in evaluation order
 
     @property
@@ -202,8 +251,8 @@ class Store:
                         time.time(),
                     ),
                 )
-                if record.layers:
-                    blob = zlib.compress(json.dumps(record.layers, default=_json_default).encode())
+                blob = record.layers_blob or (encode_layers(record.layers) if record.layers else None)
+                if blob:
                     self._db.execute("INSERT OR REPLACE INTO layers (key, rows) VALUES (?, ?)", (record.key, blob))
             self._db.executemany("INSERT OR REPLACE INTO proposals (tag, n, key) VALUES (?, ?, ?)", list(proposals))
 
@@ -251,6 +300,8 @@ class Store:
             row.update({"eval_s": record.eval_s, "evaluator": record.evaluator, "exact": record.exact})
             rows.append(row)
         columns = ["point_id", "seq", "status", "reason", *params_order, *metrics_order, "eval_s", "evaluator", "exact"]
+        import pandas as pd
+
         frame = pd.DataFrame(rows, columns=columns)
         for name in metrics_order:
             frame[name] = pd.to_numeric(frame[name], errors="coerce")
@@ -258,13 +309,15 @@ class Store:
 
     def layers_frame(self, point_id: str) -> pd.DataFrame:
         """Per-layer rows of one point (by point_id or full key); empty when none were stored."""
+        import pandas as pd
+
         row = self._db.execute(
             "SELECT l.rows FROM layers l JOIN points p ON p.key = l.key WHERE p.point_id = ? OR p.key = ?",
             (point_id, point_id),
         ).fetchone()
         if row is None:
             return pd.DataFrame()
-        return pd.DataFrame(json.loads(zlib.decompress(row[0])))
+        return pd.DataFrame(decode_layers(row[0]))
 
     def integrity_ok(self) -> bool:
         return self._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -6,7 +6,7 @@ store and the report can treat every template alike.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mappers.base import Mapping
@@ -29,6 +29,12 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "lut": ("LUTs", "min", "lookup tables used"),
     "ff": ("FFs", "min", "flip-flops used"),
     "bram": ("BRAM18K", "min", "18 Kb block RAMs used"),
+    "ii_cycles": ("cycles", "min", "initiation interval: cycles between successive inputs"),
+    "dsp_util": ("fraction", "min", "DSP slices used / available on the target part"),
+    "lut_util": ("fraction", "min", "LUTs used / available on the target part"),
+    "ff_util": ("fraction", "min", "flip-flops used / available on the target part"),
+    "bram_util": ("fraction", "min", "BRAM18K used / available on the target part"),
+    "fpga_util": ("fraction", "min", "largest of the DSP/LUT/FF/BRAM utilisations (constrain it to fit the part)"),
 }
 
 
@@ -52,11 +58,10 @@ class LayerMetrics:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
-        d = asdict(self)
-        breakdown = d.pop("energy_breakdown_pj")
-        extra = d.pop("extra")
-        d.update({f"energy_{k}_pj": v for k, v in breakdown.items()})
-        d.update(extra)
+        # A shallow copy, not dataclasses.asdict: asdict's deep copy cost more than evaluating the op.
+        d = {name: value for name, value in vars(self).items() if name not in ("energy_breakdown_pj", "extra")}
+        d.update({f"energy_{k}_pj": v for k, v in self.energy_breakdown_pj.items()})
+        d.update(self.extra)
         return d
 
 

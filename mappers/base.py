@@ -32,6 +32,7 @@ class Buffer:
     size: int  # bytes
     start: int
     end: int
+    kind: str = "tile"  # "tile": an op's staging buffer; "resident": a whole tensor kept from producer to last consumer
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,18 @@ from dse.zoo.transformers import GPT2_VARIANTS, bert_base_macs, gpt2_macs, gpt2_
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SCALESIM_RESNET18 = SHARED / "data" / "scalesim" / "inputs" / "resnet18.csv"
 
-ALL_MODELS = ["resnet18", "resnet50", "mobilenet_v1", "vgg16", "jet_mlp", "bert_base", "gpt2", "mamba", "hyena"]
+ALL_MODELS = [
+    "resnet18",
+    "resnet50",
+    "mobilenet_v1",
+    "vgg16",
+    "jet_mlp",
+    "small_cnn",
+    "bert_base",
+    "gpt2",
+    "mamba",
+    "hyena",
+]
 CNNS = ["resnet18", "resnet50", "mobilenet_v1", "vgg16"]
 
 # Small sizes so the whole file stays fast; every model is also built at its default size.
@@ -26,6 +37,7 @@ SIZES: dict[str, list[dict]] = {
     "mobilenet_v1": [{}, {"resolution": 128}, {"batch": 8}],
     "vgg16": [{}, {"resolution": 64}, {"batch": 2}],
     "jet_mlp": [{}, {"batch": 1024}],
+    "small_cnn": [{}, {"batch": 4}],
     "bert_base": [{}, {"seq_len": 512}, {"seq_len": 16, "num_layers": 2, "batch": 4}],
     "gpt2": [
         {},

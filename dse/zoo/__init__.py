@@ -16,6 +16,7 @@ from dse.errors import UserError
 from dse.graph import PRECISION_BYTES, Graph
 from dse.zoo.cnn import MIN_RESOLUTION, mobilenet_v1, resnet18, resnet50, vgg16
 from dse.zoo.mlp import jet_mlp
+from dse.zoo.small_cnn import small_cnn
 from dse.zoo.ssm import hyena, mamba
 from dse.zoo.transformers import GPT2_PHASES, GPT2_VARIANTS, bert_base, gpt2
 
@@ -99,6 +100,14 @@ MODELS: dict[str, ZooModel] = {
             "hls4ml jet-tagging MLP 16-64-32-32-5 (Dense+ReLU x3, Dense, Softmax), 16 input features",
             (16 * 64 + 64 * 32 + 32 * 32 + 32 * 5) / 1e9,
             "hls4ml tutorial part 1 / Duarte et al. 2018 (arXiv:1804.06913): 16-64-32-32-5 dense network",
+            ("batch",),
+        ),
+        ZooModel(
+            "small_cnn",
+            small_cnn,
+            "small FPGA CNN: 1x16x16 input, Conv3x3(8)+ReLU+MaxPool2, Conv3x3(16)+ReLU+MaxPool2, Dense(10), Softmax",
+            (14 * 14 * 8 * 9 + 5 * 5 * 16 * 8 * 9 + 64 * 10) / 1e9,
+            "closed form of the layer shapes (dse's own FPGA example network, no external source)",
             ("batch",),
         ),
         ZooModel(

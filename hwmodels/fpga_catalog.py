@@ -1,0 +1,163 @@
+"""The FPGA part catalog: resource counts of the parts the fpga_dataflow template targets, with sources.
+
+Why a catalog: "fits the part" is only meaningful against the real capacity of the device, and a
+utilisation figure is only as good as its denominator. Every count is a ``Sourced`` value naming the
+Xilinx/AMD data sheet table it comes from. BRAM is counted in 18 Kb blocks (the unit Vivado/Vitis HLS
+reports use), i.e. twice the data sheets' 36 Kb block count. The DSP slice geometry (multiplier port
+widths) sets how many slices one multiplication of a given width needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from hwmodels.catalog import Sourced
+
+DS962 = "AMD/Xilinx DS962 'Alveo U200 and U250 Data Center Accelerator Cards Data Sheet', Table 1 (U250 column)"
+DS963 = "AMD/Xilinx DS963 'Alveo U280 Data Center Accelerator Card Data Sheet', Table 1"
+DS978 = "AMD/Xilinx DS978 'Alveo U55C Data Center Accelerator Cards Data Sheet', Table 1"
+DS923 = (
+    "AMD/Xilinx DS923 'Virtex UltraScale+ FPGA Data Sheet' / DS890 'UltraScale Architecture and Product Overview', "
+    "Virtex UltraScale+ device table"
+)
+DS891 = (
+    "AMD/Xilinx DS891 'Zynq UltraScale+ MPSoC Data Sheet: Overview', "
+    "Table 'Zynq UltraScale+ MPSoC: EG Device Feature Summary'"
+)
+DS190 = "AMD/Xilinx DS190 'Zynq-7000 SoC Data Sheet: Overview', Table 'Zynq-7000 SoC Family' (Z-7020 column)"
+UG579 = (
+    "AMD/Xilinx UG579 'UltraScale Architecture DSP Slice User Guide': DSP48E2 has a 27 x 18 two's-complement multiplier"
+)
+UG479 = "AMD/Xilinx UG479 '7 Series DSP48E1 Slice User Guide': DSP48E1 has a 25 x 18 two's-complement multiplier"
+
+
+class UnknownPartError(KeyError):
+    """A part name that is not in the catalog; the message lists the known names."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass(frozen=True)
+class FpgaPart:
+    """One FPGA part: its capacity and DSP geometry. ``hls_part`` is the full part string hls4ml/Vivado take."""
+
+    name: str
+    hls_part: str
+    family: str
+    lut: Sourced
+    ff: Sourced
+    dsp: Sourced
+    bram18k: Sourced
+    uram: Sourced
+    dsp_a_bits: Sourced  # wide multiplier port
+    dsp_b_bits: Sourced  # narrow multiplier port
+
+    def sourced_fields(self) -> dict[str, Sourced]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if isinstance(getattr(self, f.name), Sourced)}
+
+    def sources(self) -> dict[str, str]:
+        """Field name -> citation."""
+        return {name: s.source for name, s in self.sourced_fields().items()}
+
+    def capacity(self) -> dict[str, float]:
+        """Resource name (the METRICS names dsp, lut, ff, bram) -> count available on the part."""
+        return {"dsp": self.dsp.value, "lut": self.lut.value, "ff": self.ff.value, "bram": self.bram18k.value}
+
+
+def _count(value: float, unit: str, source: str, what: str) -> Sourced:
+    return Sourced(float(value), unit, f"{source}: {what}")
+
+
+def _bram18(blocks36: int, source: str) -> Sourced:
+    return Sourced(float(2 * blocks36), "BRAM18K", f"{source}: {blocks36} x 36 Kb block RAMs = {2 * blocks36} x 18 Kb")
+
+
+def _ultrascale_plus(name: str, hls_part: str, family: str, src: str, lut: int, ff: int, dsp: int, b36: int, uram: int):
+    return FpgaPart(
+        name=name,
+        hls_part=hls_part,
+        family=family,
+        lut=_count(lut, "LUT6", src, f"{lut:,} CLB LUTs"),
+        ff=_count(ff, "FF", src, f"{ff:,} CLB flip-flops (registers)"),
+        dsp=_count(dsp, "DSP48E2", src, f"{dsp:,} DSP slices"),
+        bram18k=_bram18(b36, src),
+        uram=_count(uram, "URAM288", src, f"{uram:,} UltraRAM blocks (288 Kb)"),
+        dsp_a_bits=Sourced(27.0, "bits", UG579),
+        dsp_b_bits=Sourced(18.0, "bits", UG579),
+    )
+
+
+PARTS: dict[str, FpgaPart] = {
+    p.name: p
+    for p in (
+        _ultrascale_plus(
+            "xcu250",
+            "xcu250-figd2104-2L-e",
+            "Alveo U250 (Virtex UltraScale+)",
+            DS962,
+            1_728_000,
+            3_456_000,
+            12_288,
+            2_688,
+            1_280,
+        ),
+        _ultrascale_plus(
+            "xcu280",
+            "xcu280-fsvh2892-2L-e",
+            "Alveo U280 (Virtex UltraScale+ HBM)",
+            DS963,
+            1_303_680,
+            2_607_360,
+            9_024,
+            2_016,
+            960,
+        ),
+        _ultrascale_plus(
+            "xcu55c",
+            "xcu55c-fsvh2892-2L-e",
+            "Alveo U55C (Virtex UltraScale+ HBM)",
+            DS978,
+            1_303_680,
+            2_607_360,
+            9_024,
+            2_016,
+            960,
+        ),
+        _ultrascale_plus(
+            "xcvu9p", "xcvu9p-flga2104-2L-e", "Virtex UltraScale+", DS923, 1_182_240, 2_364_480, 6_840, 2_160, 960
+        ),
+        _ultrascale_plus(
+            "xcvu13p", "xcvu13p-flga2577-2-e", "Virtex UltraScale+", DS923, 1_728_000, 3_456_000, 12_288, 2_688, 1_280
+        ),
+        _ultrascale_plus(
+            "xczu9eg", "xczu9eg-ffvb1156-2-e", "Zynq UltraScale+ MPSoC", DS891, 274_080, 548_160, 2_520, 912, 0
+        ),
+        FpgaPart(
+            name="xc7z020",
+            hls_part="xc7z020clg400-1",
+            family="Zynq-7000 (Artix-7 fabric)",
+            lut=_count(53_200, "LUT6", DS190, "53,200 LUTs"),
+            ff=_count(106_400, "FF", DS190, "106,400 flip-flops"),
+            dsp=_count(220, "DSP48E1", DS190, "220 DSP slices"),
+            bram18k=_bram18(140, DS190),
+            uram=_count(0, "URAM288", DS190, "no UltraRAM in the 7 series"),
+            dsp_a_bits=Sourced(25.0, "bits", UG479),
+            dsp_b_bits=Sourced(18.0, "bits", UG479),
+        ),
+    )
+}
+
+
+def part_names() -> list[str]:
+    return list(PARTS)
+
+
+def get_part(name: str) -> FpgaPart:
+    """The part by short name (``xcu250``) or by its full hls4ml part string (``xcu250-figd2104-2L-e``)."""
+    if name in PARTS:
+        return PARTS[name]
+    for part in PARTS.values():
+        if name == part.hls_part:
+            return part
+    raise UnknownPartError(f"unknown FPGA part {name!r}; choose one of: {', '.join(PARTS)}")

@@ -1,0 +1,324 @@
+"""Maps a chain network onto the fpga_dataflow template the way hls4ml would build it, plus engine sharing.
+
+For every compute layer (Dense = a matmul with weights, Conv2D) the mapper resolves the layer's knobs
+(model-level values overridden by ``layer<i>_*``), snaps the ReuseFactor to a legal value exactly as hls4ml's
+``FPGABackend.get_valid_reuse_factors`` / ``get_closest_reuse_factor`` do (recording the request and the result),
+derives the multiplier count (hls4ml's ``block_factor = ceil(n_in * n_out / RF)``), the per-sample cycle counts
+of the layer's engine, and the engine it runs on: its own (dataflow) or the shared one (sequential). Activations,
+pooling and softmax belong to the layer group of the compute layer before them.
+
+Cycle rules (per sample, validated for Resource dense layers against wa-hls4ml Vivado HLS runs, where latency is
+exactly the sum of the layers' reuse factors plus one cycle per layer plus one): a dense/conv engine needs RF
+cycles per output position (conv: P*Q positions with hls4ml's ParallelizationFactor 1); an io_stream conv also
+cannot go faster than one input pixel per cycle.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from dse.graph import Graph, Op, OpKind
+from mappers.base import Mapping, MappingError, OpMapping
+from templates.fpga_dataflow import FpgaArch, LayerKnobs
+
+# Cycles a layer adds beyond its RF-paced loop. Resource: calibrated on wa-hls4ml (see module docstring);
+# Latency: the multiply and the accumulate register of hls4ml's dense_latency (not validated: no latency-strategy
+# rows in the reference data).
+RESOURCE_LAYER_OVERHEAD = 1
+LATENCY_LAYER_OVERHEAD = 2
+# hls4ml's softmax: exp table lookup, adder tree over the row, inverse lookup, multiply (Vivado nnet_activation.h).
+SOFTMAX_BASE_CYCLES = 3
+UNARY_FUNCTIONS = ("relu", "relu6", "clip", "identity", "sigmoid", "tanh", "batchnorm")
+
+
+@dataclass(frozen=True)
+class LayerShape:
+    """The geometry hls4ml's templates see: matrix sizes of the layer's dense kernel and its output positions."""
+
+    n_in: int  # inputs of one output (Dense: in features; Conv2D: C*R*S)
+    n_out: int  # outputs per position (Dense: out features; Conv2D: filters)
+    positions: int  # output positions per sample (Dense: rows M; Conv2D: P*Q)
+    in_height: int = 1
+    in_width: int = 1
+    in_channels: int = 0
+    kernel: tuple[int, int] = (1, 1)
+
+
+@dataclass(frozen=True)
+class ComputePlan:
+    """What the mapper decided for one compute layer."""
+
+    index: int
+    op: str
+    kind: str  # dense | conv
+    shape: LayerShape
+    knobs: LayerKnobs
+    requested_reuse: int
+    reuse_factor: int  # legal value actually used (own engine)
+    mults: int  # multipliers of its own engine
+    engine: str  # "own" | "shared"
+    cycles: int  # per-sample latency of the layer on the engine it runs on
+    interval: int  # per-sample initiation interval of the layer on its engine
+
+
+@dataclass
+class EnginePlan:
+    """The shared (sequential) engine, when any layer runs on it."""
+
+    members: list[str] = field(default_factory=list)
+    mults: int = 0
+    occupancy: int = 0  # cycles per sample the engine is busy (its members run one after another)
+
+
+def valid_reuse_factors(n_in: int, n_out: int) -> list[int]:
+    """hls4ml 1.3 ``FPGABackend.get_valid_reuse_factors``: the divisors of n_in*n_out that its dense kernels accept."""
+    return list(_valid_reuse_factors(n_in, n_out))
+
+
+@lru_cache(maxsize=4096)
+def _valid_reuse_factors(n_in: int, n_out: int) -> tuple[int, ...]:
+    total = n_in * n_out
+    divisors = set()
+    for d in range(1, math.isqrt(total) + 1):
+        if total % d == 0:
+            divisors.update((d, total // d))
+    out = []
+    for rf in sorted(divisors):
+        multiplier_limit = math.ceil(total / min(n_in, rf))
+        ok = (multiplier_limit % n_out == 0) or rf >= n_in
+        ok = ok and (rf % n_in == 0 or rf < n_in)
+        if ok:
+            out.append(rf)
+    return tuple(out)
+
+
+def closest_reuse_factor(valid: list[int] | tuple[int, ...], chosen: int) -> int:
+    """hls4ml's ``get_closest_reuse_factor``: the nearest legal value, the smaller one on a tie."""
+    pos = bisect_left(valid, chosen)
+    if pos == 0:
+        return valid[0]
+    if pos == len(valid):
+        return valid[-1]
+    before, after = valid[pos - 1], valid[pos]
+    return after if after - chosen < chosen - before else before
+
+
+def layer_shape(op: Op) -> LayerShape:
+    d = op.dims
+    if op.kind is OpKind.CONV:
+        return LayerShape(
+            n_in=d["C"] * d["R"] * d["S"],
+            n_out=d["K"],
+            positions=d["P"] * d["Q"] * d["N"],
+            in_height=d["H"],
+            in_width=d["W"],
+            in_channels=d["C"],
+            kernel=(d["R"], d["S"]),
+        )
+    return LayerShape(n_in=d["K"], n_out=d["N"], positions=d["M"] * d["B"])
+
+
+def compute_cycles(shape: LayerShape, reuse_factor: int, strategy: str, io_type: str, kind: str) -> tuple[int, int]:
+    """(latency, interval) per sample of one layer engine running at ``reuse_factor`` cycles per output position."""
+    overhead = RESOURCE_LAYER_OVERHEAD if strategy == "resource" else LATENCY_LAYER_OVERHEAD
+    busy = reuse_factor * shape.positions
+    if kind == "conv" and io_type == "io_stream":
+        busy = max(busy, shape.in_height * shape.in_width)
+    return busy + overhead, busy
+
+
+def aux_cycles(op: Op, io_type: str, graph: Graph) -> tuple[int, int]:
+    """(latency, interval) per sample of an activation, pooling or softmax op."""
+    d = op.dims
+    if op.kind is OpKind.SOFTMAX:
+        lat = SOFTMAX_BASE_CYCLES + max(1, math.ceil(math.log2(d["L"])))
+        return (lat, 1) if io_type == "io_parallel" else (lat + d["R"], d["R"])
+    if op.kind is OpKind.POOL:
+        if io_type == "io_parallel":
+            return 1 + max(1, math.ceil(math.log2(d["R"] * d["S"]))), 1
+        pixels = d["H"] * d["W"] * d["N"]
+        return pixels + 1, pixels
+    positions = stream_positions(graph.tensors[op.outputs[0]].shape)
+    return (1, 1) if io_type == "io_parallel" else (positions, positions)
+
+
+def stream_positions(shape: tuple[int, ...]) -> int:
+    """How many stream words an io_stream tensor takes: pixels of an NCHW map, rows of a [..., D] tensor."""
+    if len(shape) == 4:
+        return shape[0] * shape[2] * shape[3]
+    return math.prod(shape[:-1]) if len(shape) > 1 else 1
+
+
+class FpgaDataflowMapper:
+    """hls4ml-style mapping of a chain of Dense/Conv2D/activation/pool/softmax ops onto FPGA engines."""
+
+    name = "hls4ml"
+
+    def map(self, graph: Graph, arch: FpgaArch) -> Mapping:
+        _check_chain(graph)
+        groups: list[list[Op]] = []
+        for op in graph.ops:
+            if _is_compute(op):
+                groups.append([op])
+            elif not groups:
+                raise MappingError(
+                    f"op {op.name!r} ({op.kind.value}) comes before any Dense/Conv layer; the fpga_dataflow mapper "
+                    "needs the network to start with a compute layer",
+                    node=op.name,
+                )
+            else:
+                groups[-1].append(op)
+        plans = [self._plan(i, group[0], arch) for i, group in enumerate(groups)]
+        aux = {op.name: aux_cycles(op, arch.io_type, graph) for group in groups for op in group[1:]}
+        bottleneck = max([p.interval for p in plans] + [ii for _, ii in aux.values()])
+        plans, engine = _assign_engines(plans, arch, bottleneck)
+        ops: dict[str, OpMapping] = {}
+        for i, group in enumerate(groups):
+            plan = plans[i]
+            ops[plan.op] = OpMapping(
+                op=plan.op,
+                tile={"n_in": plan.shape.n_in, "n_out": plan.shape.n_out, "mults": plan.mults},
+                dataflow=plan.engine,
+                extra={"plan": plan, "group": i},
+            )
+            for op in group[1:]:
+                lat, ii = aux[op.name]
+                ops[op.name] = OpMapping(op=op.name, tile={}, extra={"group": i, "cycles": lat, "interval": ii})
+        notes = [
+            f"layer{p.index} ({p.op}): ReuseFactor {p.requested_reuse} is not legal for n_in={p.shape.n_in}, "
+            f"n_out={p.shape.n_out}; using {p.reuse_factor} (hls4ml's closest legal value)"
+            for p in plans
+            if p.requested_reuse != p.reuse_factor
+        ]
+        return Mapping(
+            graph=graph,
+            arch=arch,
+            ops=ops,
+            order=[op.name for op in graph.ops],
+            mapper=self.name,
+            solver={"status": "rule-based", "engine": engine, "notes": notes, "layer_names": [p.op for p in plans]},
+        )
+
+    @staticmethod
+    def _plan(index: int, op: Op, arch: FpgaArch) -> ComputePlan:
+        knobs = arch.layer(index)
+        shape = layer_shape(op)
+        valid = _valid_reuse_factors(shape.n_in, shape.n_out)
+        rf = closest_reuse_factor(valid, knobs.reuse_factor)
+        kind = "conv" if op.kind is OpKind.CONV else "dense"
+        cycles, interval = compute_cycles(shape, rf, knobs.strategy, arch.io_type, kind)
+        return ComputePlan(
+            index=index,
+            op=op.name,
+            kind=kind,
+            shape=shape,
+            knobs=knobs,
+            requested_reuse=knobs.reuse_factor,
+            reuse_factor=rf,
+            mults=math.ceil(shape.n_in * shape.n_out / rf),
+            engine="own",
+            cycles=cycles,
+            interval=interval,
+        )
+
+
+def shared_cycles(plan: ComputePlan, engine_mults: int, io_type: str) -> tuple[int, int]:
+    """(latency, interval) of a layer on a shared engine of ``engine_mults`` multipliers."""
+    effective_rf = math.ceil(plan.shape.n_in * plan.shape.n_out / engine_mults)
+    return compute_cycles(plan.shape, effective_rf, plan.knobs.strategy, io_type, plan.kind)
+
+
+def _assign_engines(plans: list[ComputePlan], arch: FpgaArch, bottleneck: int) -> tuple[list[ComputePlan], EnginePlan]:
+    """Which layers share the one sequential engine: pinned ones, all (sequential), or hybrid's choice."""
+    shared = [p for p in plans if p.knobs.execution == "sequential"]
+    if arch.execution == "hybrid":
+        candidates = sorted((p for p in plans if not p.knobs.pinned_execution), key=lambda p: (p.mults, p.index))
+        for candidate in candidates:
+            trial = [*shared, candidate]
+            if _occupancy(trial, arch.io_type) <= bottleneck:
+                shared = trial
+        if len(shared) < 2 and not any(p.knobs.pinned_execution for p in shared):
+            shared = []  # one layer alone on the "shared" engine saves nothing
+    names = {p.op for p in shared}
+    engine = EnginePlan()
+    if shared:
+        engine.mults = max(p.mults for p in shared)
+        engine.members = [p.op for p in plans if p.op in names]
+        engine.occupancy = _occupancy(shared, arch.io_type)
+    out = []
+    for p in plans:
+        if p.op in names:
+            cycles, interval = shared_cycles(p, engine.mults, arch.io_type)
+            p = ComputePlan(**{**p.__dict__, "engine": "shared", "cycles": cycles, "interval": interval})
+        out.append(p)
+    return out, engine
+
+
+def _occupancy(members: list[ComputePlan], io_type: str) -> int:
+    mults = max(p.mults for p in members)
+    return sum(shared_cycles(p, mults, io_type)[0] for p in members)
+
+
+def _is_compute(op: Op) -> bool:
+    return op.kind is OpKind.CONV or (op.kind is OpKind.MATMUL and bool(op.weights))
+
+
+def _check_chain(graph: Graph) -> None:
+    """Refuse what hls4ml-style chain export and this model cannot express, naming the op."""
+    produced_by_prev = None
+    for op in graph.ops:
+        if op.kind is OpKind.MATMUL and not op.weights:
+            raise MappingError(
+                f"op {op.name!r} multiplies two activations; the fpga_dataflow mapper supports Dense (matmul with "
+                "weights), Conv2D, element-wise activations, pooling and softmax",
+                node=op.name,
+            )
+        if op.kind is OpKind.CONV and op.dims.get("G", 1) != 1:
+            raise MappingError(
+                f"conv {op.name!r} has groups={op.dims['G']}; the fpga_dataflow mapper supports only groups=1",
+                node=op.name,
+            )
+        if op.kind is OpKind.CONV and (op.attrs.get("dilation", 1) != 1):
+            raise MappingError(f"conv {op.name!r} is dilated; only dilation 1 is supported", node=op.name)
+        if op.kind is OpKind.ELEMENTWISE and (
+            op.attrs.get("arity", 1) != 1 or op.attrs.get("fn", "relu") not in UNARY_FUNCTIONS
+        ):
+            raise MappingError(
+                f"op {op.name!r} ({op.attrs.get('fn')}, {op.attrs.get('arity', 1)} inputs) is not supported; the "
+                f"fpga_dataflow mapper takes single-input activations: {', '.join(UNARY_FUNCTIONS)}",
+                node=op.name,
+            )
+        if op.kind not in (OpKind.CONV, OpKind.MATMUL, OpKind.ELEMENTWISE, OpKind.POOL, OpKind.SOFTMAX):
+            raise MappingError(
+                f"op {op.name!r} is a {op.kind.value}; the fpga_dataflow mapper supports dense, conv, element-wise "
+                "activations, pooling and softmax",
+                node=op.name,
+            )
+        if len(op.inputs) != 1 or (produced_by_prev is not None and op.inputs[0] != produced_by_prev):
+            raise MappingError(
+                f"op {op.name!r} does not read the previous op's output; the fpga_dataflow mapper supports chain "
+                "networks only (no skip connections or branches)",
+                node=op.name,
+            )
+        produced_by_prev = op.outputs[0]
+
+
+def describe(plan: ComputePlan) -> dict[str, Any]:
+    """Flat per-layer facts for reports and exports."""
+    return {
+        "layer_index": plan.index,
+        "reuse_factor": plan.reuse_factor,
+        "requested_reuse_factor": plan.requested_reuse,
+        "strategy": plan.knobs.strategy,
+        "engine": plan.engine,
+        "mults": plan.mults,
+        "n_in": plan.shape.n_in,
+        "n_out": plan.shape.n_out,
+        "weight_type": plan.knobs.weight.hls(),
+        "result_type": plan.knobs.result.hls(),
+        "accum_type": plan.knobs.accum.hls(),
+    }

@@ -1,0 +1,438 @@
+"""Mapping a graph onto a GPU: kernels, epilogue fusion, L2 residency and a threadblock tile per GEMM.
+
+How a graph runs on a GPU, as this mapper decides it:
+
+* **Kernels.** Every conv and matmul is one implicit-GEMM kernel (conv: M = N*P*Q output pixels,
+  N = K/G filters, K = C/G*R*S, once per group); a depthwise conv (one channel per group) is a direct
+  CUDA-core kernel. Every other op is its own memory-bound kernel.
+* **Fusion (stated assumption).** An elementwise op whose input is the only use of a GEMM's output runs in
+  that GEMM's epilogue, as cuBLASLt/cuDNN/TensorRT fuse bias, activation, scale and residual add: no kernel
+  of its own, the intermediate never exists, its other input (a residual) is read by the GEMM kernel.
+  Softmax and layernorm stay separate kernels (no flash-attention fusion). A KV-cache concat
+  (``identity`` with an ``axis``) is an in-place append: it writes only the new rows.
+* **L2 residency (assumption, ``l2_resident_fraction``).** An intermediate activation that fits, together with
+  every other resident tensor alive at the same time, in that share of L2 is written and read in L2 and never
+  reaches DRAM. Graph inputs, outputs, weights and KV caches always come from / go to DRAM.
+* **Threadblock tiles.** For each GEMM every tile (BM x BN x BK, split-K) that fits the SM's shared memory
+  (double-buffered operand tiles) and register file (FP32 accumulators) is costed with
+  :func:`gemm_cost` and the fastest is kept. The systolic tiler in ``mappers.tiling`` costs tiles with the
+  systolic fold model, so it is not reused here; the enumeration is small (a few hundred tiles per shape)
+  and cached per (shape, GPU).
+
+:func:`gemm_cost` and :func:`memory_kernel_cost` are the single cost formulas; ``hwmodels.gpu`` evaluates
+the chosen mapping with the same functions, so the mapper's choice and the reported time agree.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from dse.graph import Graph, Op, OpKind
+from mappers.base import Mapping, MappingError, OpMapping
+from templates.base import Arch
+
+GEMM_KINDS = (OpKind.CONV, OpKind.MATMUL)
+MEMORY_KINDS = (OpKind.ELEMENTWISE, OpKind.POOL, OpKind.SOFTMAX, OpKind.LAYERNORM, OpKind.FFT, OpKind.SCAN)
+TILE_M = (16, 32, 64, 128, 256)
+TILE_N = (16, 32, 64, 128, 256)
+SPLIT_K = (1, 2, 4, 8, 16, 32)
+STAGES = 2  # operand tiles double-buffered in shared memory (the minimum that overlaps load and math)
+ACCUMULATOR_BYTES = 4  # FP32 / INT32 accumulators, held in registers
+ACCUMULATOR_REGISTER_SHARE = 0.5  # at most half the register file holds one block's accumulators
+
+
+def _assumption(name: str) -> float:
+    from hwmodels.gpu_catalog import assumption
+
+    return assumption(name)
+
+
+# ---------------------------------------------------------------------------------------------------
+# GEMM lowering
+# ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Gemm:
+    """C[M x N] = A[M x K] @ B[K x N], ``count`` independent times (groups or batched matmul)."""
+
+    M: int
+    N: int
+    K: int
+    count: int
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.M * self.N * self.K * self.count
+
+
+def lower_gemm(op: Op) -> Gemm:
+    d = op.dims
+    if op.kind is OpKind.CONV:
+        groups = d.get("G", 1)
+        return Gemm(
+            M=d["N"] * d["P"] * d["Q"], N=d["K"] // groups, K=(d["C"] // groups) * d["R"] * d["S"], count=groups
+        )
+    if op.kind is OpKind.MATMUL:
+        return Gemm(M=d["M"], N=d["N"], K=d["K"], count=d["B"])
+    raise MappingError(f"op {op.name!r} ({op.kind.value}) is not a GEMM", node=op.name)
+
+
+def is_direct_conv(op: Op) -> bool:
+    """Depthwise-style convs (one input channel per group) have no GEMM to give the tensor cores."""
+    return op.kind is OpKind.CONV and op.dims["C"] // op.dims.get("G", 1) == 1
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tiles and their cost
+# ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Tile:
+    bm: int
+    bn: int
+    bk: int
+    split_k: int = 1
+
+
+@dataclass(frozen=True)
+class KernelCost:
+    """One kernel's time and traffic. ``seconds`` = launch + max(compute, DRAM, L2)."""
+
+    seconds: float
+    compute_s: float
+    dram_s: float
+    l2_s: float
+    launch_s: float
+    flops: float  # useful operations
+    issued_flops: float  # including tile padding
+    dram_read_bytes: float
+    dram_write_bytes: float
+    l2_bytes: float
+    blocks: int = 0
+    waves: float = 0.0
+    tile_efficiency: float = 1.0
+
+    @property
+    def bound(self) -> str:
+        parts = {"compute": self.compute_s, "dram": self.dram_s, "l2": self.l2_s}
+        return max(parts, key=parts.get)  # type: ignore[arg-type]
+
+
+def _bk_choices(elem_bytes: int, tensor: bool) -> tuple[int, ...]:
+    if not tensor:
+        return (8, 16, 32)
+    return (64, 128) if elem_bytes == 1 else (32, 64) if elem_bytes == 2 else (16, 32)
+
+
+def tile_fits(tile: Tile, arch: Arch) -> bool:
+    """Shared memory holds STAGES copies of the A and B tiles; registers hold the FP32 accumulators."""
+    eb = arch.elem_bytes  # type: ignore[attr-defined]
+    smem = STAGES * (tile.bm + tile.bn) * tile.bk * eb
+    regs = tile.bm * tile.bn * ACCUMULATOR_BYTES
+    return (
+        smem <= arch.smem_kib_per_sm * 1024  # type: ignore[attr-defined]
+        and regs <= ACCUMULATOR_REGISTER_SHARE * arch.regs_kib_per_sm * 1024  # type: ignore[attr-defined]
+    )
+
+
+def candidate_tiles(arch: Arch) -> list[Tile]:
+    tensor = arch.uses_tensor_cores  # type: ignore[attr-defined]
+    out = []
+    for bm in TILE_M:
+        for bn in TILE_N:
+            for bk in _bk_choices(arch.elem_bytes, tensor):  # type: ignore[attr-defined]
+                for split in SPLIT_K:
+                    tile = Tile(bm, bn, bk, split)
+                    if tile_fits(tile, arch):
+                        out.append(tile)
+    return out
+
+
+def tile_efficiency(tile: Tile, arch: Arch) -> float:
+    """Share of tensor peak a tile's main loop can reach when its operands are fed from shared memory.
+
+    Per k-step the tile does 2*BM*BN*BK operations on (BM+BN)*BK elements read from shared memory; the SM
+    needs ``flops_per_clk / smem_bytes_per_clk`` operations per byte to keep the tensor cores busy, so
+    thin tiles (GPPerf's up-to-3.2x tile effect) are shared-memory bound.
+    """
+    eb = arch.elem_bytes  # type: ignore[attr-defined]
+    per_byte = 2.0 * tile.bm * tile.bn / ((tile.bm + tile.bn) * eb)
+    needed = arch.flops_per_clk_per_sm / _assumption("smem_bytes_per_clk")  # type: ignore[attr-defined]
+    return min(1.0, per_byte / needed)
+
+
+def gemm_cost(
+    gemm: Gemm,
+    tile: Tile,
+    arch: Arch,
+    *,
+    a_dram_bytes: float,
+    b_dram_bytes: float,
+    c_dram_bytes: float,
+    extra_read_bytes: float = 0.0,
+) -> KernelCost:
+    """Time of one implicit-GEMM kernel with threadblock ``tile``.
+
+    Blocks are spread round-robin over the SMs, so the busiest SM runs ceil(blocks / SMs) tiles (wave
+    quantization); each tile runs at the SM's share of peak times the achievable fraction and the tile's
+    shared-memory efficiency. DRAM moves each operand once (tile rasterization keeps re-reads in L2,
+    an assumption); L2 serves every block its A and B panels, and split-K partial sums.
+    """
+    a: Arch = arch
+    eb = a.elem_bytes  # type: ignore[attr-defined]
+    m_tiles = math.ceil(gemm.M / tile.bm)
+    n_tiles = math.ceil(gemm.N / tile.bn)
+    k_chunk = math.ceil(gemm.K / tile.split_k)
+    k_iters = math.ceil(k_chunk / tile.bk)
+    blocks = m_tiles * n_tiles * tile.split_k * gemm.count
+    per_sm = math.ceil(blocks / a.sms)  # type: ignore[attr-defined]
+    tile_ops = 2.0 * tile.bm * tile.bn * tile.bk * k_iters
+    efficiency = tile_efficiency(tile, a)
+    sm_rate = a.flops_per_clk_per_sm * a.clock_mhz * 1e6 * a.compute_fraction * efficiency  # type: ignore[attr-defined]
+    compute_s = per_sm * tile_ops / sm_rate
+    a_total = gemm.M * gemm.K * eb * gemm.count
+    b_total = gemm.K * gemm.N * eb * gemm.count
+    c_total = gemm.M * gemm.N * eb * gemm.count
+    partials = 2.0 * tile.split_k * gemm.M * gemm.N * ACCUMULATOR_BYTES * gemm.count if tile.split_k > 1 else 0.0
+    l2_bytes = a_total * n_tiles + b_total * m_tiles + c_total + partials + extra_read_bytes
+    reads = a_dram_bytes + b_dram_bytes + extra_read_bytes
+    bandwidth = a.bytes_per_s  # type: ignore[attr-defined]
+    dram_s = (reads + c_dram_bytes) / (bandwidth * a.bandwidth_fraction)  # type: ignore[attr-defined]
+    l2_s = l2_bytes / (bandwidth * _assumption("l2_bandwidth_ratio"))
+    launch_s = a.launch_us * 1e-6  # type: ignore[attr-defined]
+    return KernelCost(
+        seconds=launch_s + max(compute_s, dram_s, l2_s),
+        compute_s=compute_s,
+        dram_s=dram_s,
+        l2_s=l2_s,
+        launch_s=launch_s,
+        flops=float(gemm.flops),
+        issued_flops=float(blocks * tile_ops),
+        dram_read_bytes=reads,
+        dram_write_bytes=c_dram_bytes,
+        l2_bytes=l2_bytes,
+        blocks=blocks,
+        waves=blocks / a.sms,  # type: ignore[attr-defined]
+        tile_efficiency=efficiency,
+    )
+
+
+def memory_kernel_cost(
+    arch: Arch, *, flops: float, dram_read_bytes: float, dram_write_bytes: float, l2_bytes: float
+) -> KernelCost:
+    """A kernel on the CUDA cores: elementwise, pooling, softmax, layernorm, direct conv, append."""
+    a: Arch = arch
+    bandwidth = a.bytes_per_s  # type: ignore[attr-defined]
+    compute_s = flops / (a.fp32_tflops * 1e12 * _assumption("simt_fraction"))  # type: ignore[attr-defined]
+    dram_s = (dram_read_bytes + dram_write_bytes) / (bandwidth * a.bandwidth_fraction)  # type: ignore[attr-defined]
+    l2_s = l2_bytes / (bandwidth * _assumption("l2_bandwidth_ratio"))
+    launch_s = a.launch_us * 1e-6  # type: ignore[attr-defined]
+    return KernelCost(
+        seconds=launch_s + max(compute_s, dram_s, l2_s),
+        compute_s=compute_s,
+        dram_s=dram_s,
+        l2_s=l2_s,
+        launch_s=launch_s,
+        flops=flops,
+        issued_flops=flops,
+        dram_read_bytes=dram_read_bytes,
+        dram_write_bytes=dram_write_bytes,
+        l2_bytes=l2_bytes,
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def best_tile(gemm: Gemm, arch: Arch, a_dram: float, b_dram: float, c_dram: float, extra: float) -> tuple[Tile, float]:
+    """The fastest legal tile for ``gemm`` and its time; ties go to the larger tile (fewer blocks)."""
+    best: tuple[float, int, Tile] | None = None
+    for tile in candidate_tiles(arch):
+        if tile.split_k > 1 and math.ceil(gemm.K / tile.split_k) < 2 * tile.bk:
+            continue  # each split must still run a pipelined main loop
+        cost = gemm_cost(
+            gemm, tile, arch, a_dram_bytes=a_dram, b_dram_bytes=b_dram, c_dram_bytes=c_dram, extra_read_bytes=extra
+        )
+        key = (cost.seconds, -(tile.bm * tile.bn), tile)
+        if best is None or key[:2] < best[:2]:
+            best = key
+    if best is None:
+        raise MappingError(
+            f"no threadblock tile fits {arch.smem_kib_per_sm:g} KiB of shared memory per SM"  # type: ignore[attr-defined]
+        )
+    return best[2], best[0]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Graph-level decisions
+# ---------------------------------------------------------------------------------------------------
+def is_append(op: Op) -> bool:
+    """A concat into a KV cache (identity with an axis): written in place, only the new rows move."""
+    return op.kind is OpKind.ELEMENTWISE and op.attrs.get("fn") == "identity" and "axis" in op.attrs
+
+
+def fusion_plan(graph: Graph) -> dict[str, str]:
+    """elementwise op -> the GEMM op whose epilogue runs it."""
+    consumers = graph.consumers()
+    producer = graph.producer()
+    by_name = {op.name: op for op in graph.ops}
+    root_of: dict[str, str] = {}
+    for op in graph.ops:
+        if op.kind is not OpKind.ELEMENTWISE or is_append(op) or not op.inputs:
+            continue
+        for src in op.inputs:
+            head = producer.get(src)
+            if head is None or consumers.get(src) != [op.name] or graph.tensors[src].kind == "output":
+                continue
+            head_op = by_name[head]
+            if head_op.kind in GEMM_KINDS and not is_direct_conv(head_op):
+                root_of[op.name] = head
+                break
+            if head in root_of:
+                root_of[op.name] = root_of[head]
+                break
+    return root_of
+
+
+def l2_resident_tensors(graph: Graph, arch: Arch, skip: set[str]) -> set[str]:
+    """Intermediate activations kept in L2 from producer to last consumer (greedy, in production order)."""
+    capacity = arch.l2_mib * 2**20 * _assumption("l2_resident_fraction")  # type: ignore[attr-defined]
+    if capacity <= 0:
+        return set()
+    index = {op.name: i for i, op in enumerate(graph.ops)}
+    last_use: dict[str, int] = {}
+    for op in graph.ops:
+        for t in (*op.inputs, *op.weights):
+            last_use[t] = index[op.name]
+    live = [0.0] * len(graph.ops)
+    resident: set[str] = set()
+    for op in graph.ops:
+        if is_append(op):
+            continue
+        for t in op.outputs:
+            tensor = graph.tensors[t]
+            if tensor.kind != "activation" or t in skip or t not in last_use:
+                continue
+            start, end = index[op.name], last_use[t]
+            if max(live[start : end + 1]) + tensor.nbytes <= capacity:
+                resident.add(t)
+                for i in range(start, end + 1):
+                    live[i] += tensor.nbytes
+    return resident
+
+
+@dataclass(frozen=True)
+class OpTraffic:
+    """Bytes a kernel moves: per operand from DRAM, and what stays in L2."""
+
+    dram_read: float
+    dram_write: float
+    l2: float
+
+
+def _tensor_bytes(graph: Graph, name: str, elem_bytes: int) -> float:
+    return float(graph.tensors[name].numel * elem_bytes)
+
+
+def kernel_inputs(graph: Graph, root: Op, fused: list[Op]) -> tuple[list[str], list[str], str]:
+    """Activation inputs, weights and final output of a kernel made of ``root`` plus its epilogue ops."""
+    internal = {t for op in (root, *fused) for t in op.outputs}
+    inputs = list(root.inputs)
+    weights = list(root.weights)
+    for op in fused:
+        inputs += [t for t in op.inputs if t not in internal]
+        weights += list(op.weights)
+    output = (fused[-1] if fused else root).outputs[0]
+    return inputs, weights, output
+
+
+class GpuTileMapper:
+    """Kernels with epilogue fusion, L2 residency and the fastest legal threadblock tile per GEMM."""
+
+    name = "tile"
+
+    def map(self, graph: Graph, arch: Arch) -> Mapping:
+        if getattr(arch, "kind", "") != "gpu":
+            raise MappingError(f"the gpu tile mapper needs a GpuArch, got {type(arch).__name__}")
+        eb = arch.elem_bytes  # type: ignore[attr-defined]
+        root_of = fusion_plan(graph)
+        fused_by_root: dict[str, list[Op]] = {}
+        for op in graph.ops:
+            if op.name in root_of:
+                fused_by_root.setdefault(root_of[op.name], []).append(op)
+        # tensors passed from a GEMM to its epilogue ops exist only in registers: never in L2 or DRAM
+        producer = graph.producer()
+        chain = {root: {root, *(f.name for f in fused)} for root, fused in fused_by_root.items()}
+        internal = {
+            t for name, root in root_of.items() for t in graph.op(name).inputs if producer.get(t) in chain[root]
+        }
+        resident = l2_resident_tensors(graph, arch, skip=internal)
+        ops: dict[str, OpMapping] = {}
+        for op in graph.ops:
+            if op.kind not in GEMM_KINDS and op.kind not in MEMORY_KINDS:
+                raise MappingError(f"op {op.name!r}: kind {op.kind.value} has no GPU kernel", node=op.name)
+            if op.name in root_of:
+                ops[op.name] = OpMapping(
+                    op=op.name, tile={}, dataflow="epilogue", extra={"fused_into": root_of[op.name]}
+                )
+                continue
+            fused = fused_by_root.get(op.name, [])
+            inputs, weights, output = kernel_inputs(graph, op, fused)
+            traffic = self._traffic(graph, op, inputs, weights, output, resident, eb)
+            extra: dict = {"fused": [f.name for f in fused], "traffic": traffic, "output": output}
+            tile: dict[str, int] = {}
+            if op.kind in GEMM_KINDS and not is_direct_conv(op):
+                gemm = lower_gemm(op)
+                a_dram, b_dram, extra_dram = self._gemm_operand_dram(graph, op, inputs, weights, resident, eb)
+                chosen, _ = best_tile(gemm, arch, a_dram, b_dram, traffic.dram_write, extra_dram)
+                tile = {"BM": chosen.bm, "BN": chosen.bn, "BK": chosen.bk, "split_k": chosen.split_k}
+                extra.update(unit="tensor", gemm=gemm, tile=chosen, a_dram=a_dram, b_dram=b_dram, extra_dram=extra_dram)
+            else:
+                extra["unit"] = "cuda_cores"
+            ops[op.name] = OpMapping(
+                op=op.name,
+                tile=tile,
+                dataflow="gemm" if tile else "memory",
+                resident_inputs=tuple(t for t in inputs if t in resident),
+                resident_output=output in resident,
+                extra=extra,
+            )
+        return Mapping(
+            graph=graph,
+            arch=arch,
+            ops=ops,
+            order=[op.name for op in graph.ops],
+            mapper=self.name,
+            solver={"status": "enumerated", "resident_tensors": len(resident), "fused_ops": len(root_of)},
+        )
+
+    @staticmethod
+    def _traffic(
+        graph: Graph, op: Op, inputs: list[str], weights: list[str], output: str, resident: set[str], eb: int
+    ) -> OpTraffic:
+        if is_append(op):
+            new_rows = min(_tensor_bytes(graph, t, eb) for t in op.inputs)
+            return OpTraffic(dram_read=new_rows, dram_write=new_rows, l2=0.0)
+        read = sum(_tensor_bytes(graph, t, eb) for t in inputs if t not in resident)
+        read += sum(_tensor_bytes(graph, t, eb) for t in weights)
+        l2 = sum(_tensor_bytes(graph, t, eb) for t in inputs if t in resident)
+        out_bytes = _tensor_bytes(graph, output, eb)
+        write = 0.0 if output in resident else out_bytes
+        return OpTraffic(dram_read=read, dram_write=write, l2=l2 + (out_bytes if output in resident else 0.0))
+
+    @staticmethod
+    def _gemm_operand_dram(
+        graph: Graph, op: Op, inputs: list[str], weights: list[str], resident: set[str], eb: int
+    ) -> tuple[float, float, float]:
+        """DRAM bytes of the A operand, the B operand (weights or second input) and epilogue extras."""
+
+        def dram(t: str) -> float:
+            return 0.0 if t in resident else _tensor_bytes(graph, t, eb)
+
+        a = dram(op.inputs[0])
+        if op.weights:
+            b = sum(_tensor_bytes(graph, t, eb) for t in op.weights)
+        else:
+            b = dram(op.inputs[1]) if len(op.inputs) > 1 else 0.0
+        own = set(op.inputs[:2]) | set(op.weights)
+        extra = sum(dram(t) for t in inputs if t not in own)
+        extra += sum(_tensor_bytes(graph, t, eb) for t in weights if t not in own)
+        return a, b, extra

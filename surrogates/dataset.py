@@ -1,0 +1,215 @@
+"""Training data: sample design points of a spec's space, evaluate them analytically, store features + targets.
+
+One parquet row per (workload, design point, distinct op): the op's features (``features.FEATURES``),
+its roofline baselines, its multiplicity in the graph, the analytical model's per-op targets
+(``cycles``, ``energy_pj``) and the whole design's figures (``design_*`` columns, repeated on every row
+of the design) so full-design accuracy can be measured from the same file.
+
+Points are stratified: every combination of the categorical parameters gets an equal share and the
+numeric ones are drawn uniformly (log-uniformly for log ranges). Evaluation runs on the explorer's
+executors (serial, local processes, Dask).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dse.errors import UserError
+from dse.graph import Graph
+from surrogates import features as feat
+
+OP_TARGETS = ("cycles", "energy_pj")
+DESIGN_TARGETS = ("latency_cycles", "latency_ms", "energy_mj", "area_mm2", "power_w")
+PARAM_PREFIX = "param_"
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """One workload to sample on: a zoo name (or model file) with its build options."""
+
+    model: str
+    batch: int = 1
+    precision: str = "int8"
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def label(self) -> str:
+        opts = ",".join(f"{k}={v}" for k, v in self.options)
+        return self.model + (f"[{opts}]" if opts else "") + (f"@b{self.batch}" if self.batch != 1 else "")
+
+    def build(self, base_dir: Path | None = None) -> Graph:
+        from dse.workload import load_workload
+
+        return load_workload(
+            self.model, batch=self.batch, precision=self.precision, base_dir=base_dir, **dict(self.options)
+        )
+
+
+def stratified_points(space: Any, n: int, seed: int) -> list[dict[str, Any]]:
+    """``n`` points: categorical combinations in equal shares (round robin), numeric values drawn at random."""
+    if n < 1:
+        raise UserError(f"-n must be at least 1, got {n}", where="-n")
+    rng = np.random.default_rng(seed)
+    categorical = [d for d in space.free if d.values is not None and d.ptype in ("str", "bool")]
+    combos = list(itertools.product(*(d.values for d in categorical))) or [()]
+    order = rng.permutation(len(combos))
+    points: list[dict[str, Any]] = []
+    seen: set[tuple] = set()
+    attempts = 0
+    while len(points) < n and attempts < 50 * n:
+        attempts += 1
+        combo = combos[order[len(points) % len(combos)]]
+        chosen = dict(zip((d.name for d in categorical), combo))
+        point = {}
+        for d in space.dims:
+            if d.name in chosen:
+                point[d.name] = chosen[d.name]
+            elif d.is_fixed:
+                point[d.name] = d.values[0]
+            else:
+                point[d.name] = d.sample(rng)
+        key = tuple(sorted((k, str(v)) for k, v in point.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        points.append(point)
+    return points
+
+
+@dataclass
+class LayerTargets:
+    """Picklable task for the executors: evaluate one point, keep per-op targets and design figures."""
+
+    evaluator: Any  # dse.evaluate.PointEvaluator
+    representatives: list[str]
+
+    def __call__(self, point: Mapping[str, Any]) -> tuple[np.ndarray, dict[str, float]]:
+        metrics = self.evaluator(point)
+        by_name = {layer.layer: layer for layer in metrics.layers}
+        per_op = np.array(
+            [[by_name[name].cycles, by_name[name].energy_pj] for name in self.representatives], dtype=float
+        )
+        return per_op, {name: float(metrics.values[name]) for name in DESIGN_TARGETS}
+
+
+def build_dataset(
+    template_kind: str,
+    space: Any,
+    fixed: Mapping[str, Any],
+    workloads: Sequence[WorkloadSpec],
+    n: int,
+    *,
+    seed: int = 0,
+    mapper: str | None = None,
+    executor: str | None = "serial",
+    workers: int | None = None,
+    base_dir: Path | None = None,
+) -> pd.DataFrame:
+    """Sample ``n`` points per workload and evaluate them; failed points are left out (and counted)."""
+    from dse.evaluate import PointEvaluator
+    from dse.executors import make_executor
+
+    frames = []
+    with make_executor(executor, workers) as pool:
+        for w_index, workload in enumerate(workloads):
+            graph = workload.build(base_dir)
+            ops = feat.op_table(graph)
+            points = stratified_points(space, n, seed + 7919 * w_index)
+            task = LayerTargets(PointEvaluator(graph, template_kind, mapper, dict(fixed)), ops.names)
+            results: dict[int, tuple[np.ndarray, dict[str, float]]] = {}
+            for outcome in pool.map(task, points):
+                if outcome.ok:
+                    results[outcome.index] = outcome.value
+            kept = sorted(results)
+            if not kept:
+                raise UserError(f"every sampled point of {workload.label} failed to evaluate", where="template.params")
+            frames.append(
+                _frame(template_kind, graph, workload, ops, [points[i] for i in kept], fixed, [results[i] for i in kept])
+            )
+    return pd.concat(frames, ignore_index=True)
+
+
+def _frame(
+    template_kind: str,
+    graph: Graph,
+    workload: WorkloadSpec,
+    ops: feat.OpTable,
+    points: list[dict[str, Any]],
+    fixed: Mapping[str, Any],
+    results: list[tuple[np.ndarray, dict[str, float]]],
+) -> pd.DataFrame:
+    archs = feat.arch_table(template_kind, points, fixed)
+    cross = feat.cross_features(ops, archs)
+    frame = pd.DataFrame(cross.matrix, columns=list(feat.FEATURES))
+    nd, no = cross.n_designs, cross.n_ops
+    frame.insert(0, "workload", workload.label)
+    frame.insert(1, "design", np.repeat(np.arange(nd), no))
+    frame.insert(2, "op", np.tile(np.array(ops.names, dtype=object), nd))
+    frame.insert(3, "op_count", np.tile(ops.count, nd))
+    frame["roofline_cycles"] = cross.roofline_cycles
+    frame["energy_floor_pj"] = cross.energy_floor_pj
+    per_op = np.concatenate([r[0] for r in results])
+    frame["cycles"] = per_op[:, 0]
+    frame["energy_pj"] = per_op[:, 1]
+    for name in DESIGN_TARGETS:
+        frame[f"design_{name}"] = np.repeat([r[1][name] for r in results], no)
+    for name in feat.AREA_FEATURES:
+        if name not in frame:
+            frame[name] = np.repeat(archs.columns[name], no)
+    frame["freq_mhz"] = np.repeat(archs.columns["_freq"], no)
+    for name in points[0]:
+        values = [p[name] for p in points]
+        frame[PARAM_PREFIX + name] = np.repeat(np.array(values, dtype=object), no)
+    frame["template"] = template_kind
+    return frame
+
+
+def workloads_from_args(spec: Any, extra: Sequence[str]) -> list[WorkloadSpec]:
+    """The spec's own workload, or the ``--workload`` list (zoo names, ``name:key=value,...`` for options)."""
+    w = spec.workload
+    if not extra:
+        return [WorkloadSpec(w.model, w.batch, w.precision, tuple(sorted(w.options.items())))]
+    out = []
+    for text in extra:
+        name, _, rest = text.partition(":")
+        options: dict[str, Any] = {}
+        batch = w.batch
+        for item in filter(None, rest.split(",")):
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise UserError(f"--workload {text!r}: option {item!r} must be key=value", where="--workload")
+            import yaml
+
+            parsed = yaml.safe_load(value)
+            if key == "batch":
+                batch = int(parsed)
+            else:
+                options[key] = parsed
+        out.append(WorkloadSpec(name.strip(), batch, w.precision, tuple(sorted(options.items()))))
+    return out
+
+
+def design_frame(data: pd.DataFrame) -> pd.DataFrame:
+    """One row per design of a dataset: workload, design index and the ``design_*`` figures."""
+    cols = ["workload", "design"] + [f"design_{name}" for name in DESIGN_TARGETS]
+    return data.groupby(["workload", "design"], sort=False)[cols[2:]].first().reset_index()
+
+
+def check_dataset(data: pd.DataFrame, path: str) -> None:
+    """Refuse a file that is not a dataset of this schema, naming what is missing."""
+    needed = ["workload", "design", "op_count", *feat.FEATURES, *OP_TARGETS, "roofline_cycles", "energy_floor_pj"]
+    missing = [c for c in needed if c not in data.columns]
+    if missing:
+        shown = ", ".join(missing[:6]) + (" ..." if len(missing) > 6 else "")
+        raise UserError(
+            f"is not a surrogate dataset of this version (missing columns: {shown}); "
+            "build one with `dse surrogate dataset SPEC -n N -o DATA.parquet`",
+            where=path,
+        )

@@ -1,0 +1,234 @@
+"""The trained surrogate: per-op regressors for cycles and energy, a per-design regressor for area.
+
+Per-op models generalise across networks (an op is an op, whatever network it sits in); a design's
+latency and energy are the sums over its ops, its power is energy / latency. Targets are logs of
+ratios to the roofline baselines of ``surrogates.features`` so one model spans decades.
+
+A saved model carries its feature schema, the library versions it was trained with and the
+accuracy measured on data it never saw; loading refuses a model whose schema does not match.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dse.errors import UserError
+from surrogates import features as feat
+
+MODEL_KINDS = ("gb", "rf")
+FORMAT = "dse-surrogate"
+
+
+def make_regressor(kind: str, multi_output: bool, seed: int = 0) -> Any:
+    """gb: one HistGradientBoosting per target (wrapped for several); rf: one multi-output forest."""
+    from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
+    from sklearn.multioutput import MultiOutputRegressor
+
+    if kind == "gb":
+        gb = HistGradientBoostingRegressor(
+            max_iter=400, learning_rate=0.08, max_leaf_nodes=63, min_samples_leaf=8, l2_regularization=1e-3,
+            early_stopping=False, random_state=seed,
+        )  # fmt: skip
+        return MultiOutputRegressor(gb) if multi_output else gb
+    if kind == "rf":
+        return RandomForestRegressor(
+            n_estimators=64, min_samples_leaf=2, max_features=0.6, n_jobs=2, random_state=seed
+        )
+    raise UserError(f"unknown model kind {kind!r}; choose one of: {', '.join(MODEL_KINDS)}", where="--model")
+
+
+def op_targets(data: pd.DataFrame) -> np.ndarray:
+    """log ratios of the true per-op cycles and energy to their roofline baselines."""
+    return np.column_stack(
+        [
+            np.log((data["cycles"].to_numpy() + 1.0) / (data["roofline_cycles"].to_numpy() + 1.0)),
+            np.log((data["energy_pj"].to_numpy() + 1.0) / (data["energy_floor_pj"].to_numpy() + 1.0)),
+        ]
+    )
+
+
+def versions() -> dict[str, str]:
+    import sklearn
+
+    import dse
+
+    return {"python": platform.python_version(), "numpy": np.__version__, "scikit-learn": sklearn.__version__,
+            "pandas": pd.__version__, "dse": dse.__version__}  # fmt: skip
+
+
+@dataclass
+class SurrogateModel:
+    """Fitted regressors plus what they were fitted on and how accurate they are."""
+
+    kind: str
+    op_model: Any
+    area_model: Any
+    schema: dict[str, Any] = field(default_factory=feat.schema)
+    versions: dict[str, str] = field(default_factory=versions)
+    trained_on: list[str] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------------------------- fitting
+    @classmethod
+    def fit(cls, data: pd.DataFrame, kind: str = "gb", seed: int = 0) -> SurrogateModel:
+        """Fit on a dataset frame (``surrogates.dataset``); area on one row per design."""
+        op_model = make_regressor(kind, multi_output=True, seed=seed)
+        op_model.fit(data[list(feat.FEATURES)].to_numpy(), op_targets(data))
+        designs = data.drop_duplicates(["workload", "design"])
+        area_model = make_regressor(kind, multi_output=False, seed=seed)
+        area_model.fit(designs[list(feat.AREA_FEATURES)].to_numpy(), np.log(designs["design_area_mm2"].to_numpy()))
+        return cls(kind, op_model, area_model, trained_on=sorted(data["workload"].unique()))
+
+    # ------------------------------------------------------------------------------------- predicting
+    def predict_frame(self, data: pd.DataFrame) -> pd.DataFrame:
+        """Per-design predictions for every design of a dataset frame (same order as ``design_frame``)."""
+        ratios = self.op_model.predict(data[list(feat.FEATURES)].to_numpy())
+        cycles, energy = _from_ratios(ratios, data["roofline_cycles"].to_numpy(), data["energy_floor_pj"].to_numpy())
+        count = data["op_count"].to_numpy()
+        frame = pd.DataFrame(
+            {
+                "workload": data["workload"].to_numpy(),
+                "design": data["design"].to_numpy(),
+                "cycles": cycles * count,
+                "energy_pj": energy * count,
+            }
+        )
+        sums = frame.groupby(["workload", "design"], sort=False)[["cycles", "energy_pj"]].sum().reset_index()
+        firsts = data.groupby(["workload", "design"], sort=False)[[*feat.AREA_FEATURES, "freq_mhz"]].first()
+        area = np.exp(self.area_model.predict(firsts[list(feat.AREA_FEATURES)].to_numpy()))
+        return _design_metrics(sums["cycles"].to_numpy(), sums["energy_pj"].to_numpy(), area,
+                               firsts["freq_mhz"].to_numpy(), sums[["workload", "design"]])  # fmt: skip
+
+    def predict_designs(
+        self,
+        graph: Any,
+        template_kind: str,
+        points: Sequence[Mapping[str, Any]],
+        fixed: Mapping[str, Any],
+        ops: feat.OpTable | None = None,
+    ) -> pd.DataFrame:
+        """Metrics of whole designs (one row per point) for ``graph``: latency, energy, area, power."""
+        ops = ops or feat.op_table(graph)
+        archs = feat.arch_table(template_kind, points, fixed)
+        cross = feat.cross_features(ops, archs)
+        ratios = self.op_model.predict(cross.matrix)
+        cycles, energy = _from_ratios(ratios, cross.roofline_cycles, cross.energy_floor_pj)
+        shape = (cross.n_designs, cross.n_ops)
+        cycles = (cycles.reshape(shape) * ops.count).sum(axis=1)
+        energy = (energy.reshape(shape) * ops.count).sum(axis=1)
+        area = np.exp(self.area_model.predict(feat.area_matrix(archs)))
+        batch = int(getattr(graph, "meta", {}).get("batch", 1) or 1)
+        return _design_metrics(cycles, energy, area, archs.columns["_freq"], batch=batch)
+
+    def tree_predictions(
+        self, graph: Any, template_kind: str, points: Sequence[Mapping[str, Any]], fixed: Mapping[str, Any],
+        ops: feat.OpTable | None = None,
+    ) -> np.ndarray:  # fmt: skip
+        """Per-tree whole-design (latency_cycles, energy_pj, area) of a forest: (trees, points, 3).
+
+        The spread across trees is the model's uncertainty; gradient boosting has none (raises).
+        """
+        if not hasattr(self.op_model, "estimators_") or self.kind != "rf":
+            raise UserError(f"uncertainty needs a random forest surrogate (kind rf), not {self.kind}")
+        ops = ops or feat.op_table(graph)
+        archs = feat.arch_table(template_kind, points, fixed)
+        cross = feat.cross_features(ops, archs)
+        area_x = feat.area_matrix(archs)
+        shape = (cross.n_designs, cross.n_ops)
+        out = []
+        for op_tree, area_tree in zip(self.op_model.estimators_, self.area_model.estimators_):
+            ratios = op_tree.predict(cross.matrix)
+            cycles, energy = _from_ratios(ratios, cross.roofline_cycles, cross.energy_floor_pj)
+            out.append(
+                np.column_stack(
+                    [
+                        (cycles.reshape(shape) * ops.count).sum(axis=1),
+                        (energy.reshape(shape) * ops.count).sum(axis=1),
+                        np.exp(area_tree.predict(area_x)),
+                    ]
+                )
+            )
+        return np.stack(out)
+
+    # ------------------------------------------------------------------------------------- files
+    def save(self, path: str | Path) -> Path:
+        import joblib
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        joblib.dump({"format": FORMAT, "model": self}, path, compress=3)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> SurrogateModel:
+        """Load a saved model; refuse files that are not one, or whose feature schema differs from this code's."""
+        import joblib
+
+        path = Path(path)
+        if not path.is_file():
+            raise UserError(f"surrogate model file not found (looked for {path.resolve()}); train one with "
+                            "`dse surrogate train DATA -o MODEL.joblib`", where=str(path))  # fmt: skip
+        try:
+            payload = joblib.load(path)
+        except Exception as exc:  # a corrupt or foreign file: say which, not a traceback
+            raise UserError(f"cannot be read as a surrogate model ({type(exc).__name__}: {exc})", where=str(path)) from None
+        if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+            raise UserError("is not a dse surrogate model; train one with `dse surrogate train`", where=str(path))
+        model: SurrogateModel = payload["model"]
+        expected = feat.schema()
+        if model.schema != expected:
+            diff = _schema_difference(model.schema, expected)
+            raise UserError(f"its feature schema does not match this version of dse ({diff}); retrain it on a "
+                            "dataset built with this version", where=str(path))  # fmt: skip
+        return model
+
+
+def _schema_difference(saved: dict[str, Any], expected: dict[str, Any]) -> str:
+    if saved.get("version") != expected["version"]:
+        return f"schema version {saved.get('version')} vs {expected['version']}"
+    for key in ("features", "area_features", "templates"):
+        old, new = list(saved.get(key, [])), list(expected[key])
+        if old != new:
+            gone = [f for f in old if f not in new]
+            added = [f for f in new if f not in old]
+            return f"{key}: " + "; ".join(
+                part for part in (f"unknown {gone}" if gone else "", f"missing {added}" if added else "") if part
+            ) or f"{key} in a different order"
+    return "differs"
+
+
+def _from_ratios(ratios: np.ndarray, roofline: np.ndarray, floor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    ratios = np.asarray(ratios).reshape(len(roofline), 2)
+    cycles = np.maximum(np.exp(ratios[:, 0]) * (roofline + 1.0) - 1.0, 0.0)
+    energy = np.maximum(np.exp(ratios[:, 1]) * (floor + 1.0) - 1.0, 0.0)
+    return cycles, energy
+
+
+def _design_metrics(
+    cycles: np.ndarray, energy_pj: np.ndarray, area: np.ndarray, freq_mhz: np.ndarray,
+    index: pd.DataFrame | None = None, batch: int = 1,
+) -> pd.DataFrame:  # fmt: skip
+    latency_s = cycles / (freq_mhz * 1e6)
+    safe = np.where(latency_s > 0, latency_s, np.nan)
+    energy_mj = energy_pj * 1e-9
+    frame = pd.DataFrame(
+        {
+            "latency_cycles": cycles,
+            "latency_ms": latency_s * 1e3,
+            "energy_mj": energy_mj,
+            "area_mm2": area,
+            "power_w": energy_pj * 1e-12 / safe,
+            "edp": energy_mj * latency_s * 1e3,
+            "throughput_ips": batch / safe,
+        }
+    )
+    if index is not None:
+        frame = pd.concat([index.reset_index(drop=True), frame], axis=1)
+    return frame

@@ -1,0 +1,244 @@
+"""The GPU template: a catalog GPU (H100, A100, L4, ...) or a hypothetical one built from custom parameters.
+
+Why a template and not just a table: users compare every accelerator design against the GPUs they would
+otherwise buy, and sometimes against a GPU that does not exist ("an H100 with twice the bandwidth"). So a
+point names a catalog entry (``gpu``) and may override any of its numbers; overriding the SM count or clock
+without a throughput rescales the catalog's per-SM-per-clock throughput. ``gpu: custom`` builds one from
+scratch and then every number must be given.
+
+Precision is the workload's (it picks the tensor-core math: fp16/bf16, fp8, int8; fp32 runs on the CUDA
+cores unless ``tf32`` is on). Batch is the workload's too: the graph is built at the spec's batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from templates.base import Arch, Param, Template, TemplateError
+
+PRECISIONS = ("fp16", "bf16", "fp8", "int8", "fp32")
+PRECISION_BYTES = {"fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "fp32": 4}
+CUSTOM = "custom"
+DEFAULT_GPU = "h100_sxm"
+# Parameters a catalog entry supplies and a point may override; ``gpu: custom`` needs every one.
+OVERRIDABLE = (
+    "sms",
+    "clock_mhz",
+    "tensor_tflops",
+    "fp32_tflops",
+    "mem_gbps",
+    "mem_gb",
+    "l2_mib",
+    "smem_kib_per_sm",
+    "tdp_w",
+)
+
+
+@dataclass(frozen=True)
+class GpuArch(Arch):
+    """One GPU, resolved to plain numbers. ``tensor_tflops`` is the dense peak of ``math`` (the GEMM path)."""
+
+    kind: ClassVar[str] = "gpu"
+
+    gpu: str  # catalog key, or "custom"
+    display: str
+    precision: str
+    math: str  # fp16 | bf16 | fp8 | int8 | tf32 | fp32 (what GEMMs run on)
+    sms: int
+    clock_mhz: float
+    tensor_tflops: float
+    fp32_tflops: float
+    mem_gbps: float
+    mem_gb: float
+    l2_mib: float
+    smem_kib_per_sm: float
+    regs_kib_per_sm: float
+    max_blocks_per_sm: int
+    tdp_w: float
+    die_mm2: float
+    launch_us: float
+    compute_fraction: float
+    bandwidth_fraction: float
+
+    @property
+    def elem_bytes(self) -> int:
+        return PRECISION_BYTES[self.precision]
+
+    @property
+    def uses_tensor_cores(self) -> bool:
+        return self.math != "fp32"
+
+    @property
+    def flops_per_clk_per_sm(self) -> float:
+        """Dense GEMM-path operations per clock per SM (an FMA counts 2)."""
+        return self.tensor_tflops * 1e12 / (self.sms * self.clock_mhz * 1e6)
+
+    @property
+    def peak_flops(self) -> float:
+        return self.tensor_tflops * 1e12
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.mem_gbps * 1e9
+
+
+def _catalog():
+    from hwmodels import gpu_catalog
+
+    return gpu_catalog
+
+
+class GpuTemplate(Template):
+    kind: ClassVar[str] = "gpu"
+
+    def params(self) -> list[Param]:
+        names = (*_catalog().gpu_names(), CUSTOM)
+        assumption = _catalog().assumption
+        return [
+            Param(
+                "gpu",
+                "str",
+                DEFAULT_GPU,
+                "catalog GPU (or an alias such as h100, a100) or 'custom'; " + ", ".join(names),
+            ),
+            Param("precision", "str", "fp16", "operand precision (from the workload)", choices=PRECISIONS),
+            Param("tf32", "bool", False, "run fp32 GEMMs on TF32 tensor cores (else on CUDA cores)"),
+            Param("sms", "int", None, "streaming multiprocessors (default: the catalog's)", low=1, high=4096),
+            Param("clock_mhz", "float", None, "SM clock used for the peaks", low=100, high=5000, unit=" MHz"),
+            Param(
+                "tensor_tflops",
+                "float",
+                None,
+                "dense peak of the GEMM math at this precision",
+                low=0.01,
+                unit=" TFLOPS",
+            ),
+            Param(
+                "fp32_tflops", "float", None, "FP32 CUDA-core peak (elementwise, depthwise)", low=0.01, unit=" TFLOPS"
+            ),
+            Param("mem_gbps", "float", None, "DRAM bandwidth", low=1, unit=" GB/s"),
+            Param("mem_gb", "float", None, "DRAM capacity", low=0.1, unit=" GB"),
+            Param("l2_mib", "float", None, "L2 cache", low=0.0, unit=" MiB"),
+            Param(
+                "smem_kib_per_sm",
+                "float",
+                None,
+                "shared memory per SM (threadblock tiles live here)",
+                low=16,
+                unit=" KiB",
+            ),
+            Param("tdp_w", "float", None, "thermal design power", low=1, unit=" W"),
+            Param("launch_us", "float", assumption("launch_us"), "kernel launch gap", low=0.0, unit=" us"),
+            Param(
+                "compute_fraction",
+                "float",
+                assumption("compute_fraction"),
+                "achievable share of tensor peak",
+                low=0.05,
+                high=1.0,
+            ),
+            Param(
+                "bandwidth_fraction",
+                "float",
+                assumption("bandwidth_fraction"),
+                "achievable share of DRAM bandwidth",
+                low=0.05,
+                high=1.0,
+            ),
+        ]
+
+    def instantiate(self, point: Mapping[str, Any]) -> GpuArch:
+        v = self.resolve(point)
+        catalog = _catalog()
+        precision = v["precision"]
+        math = "tf32" if precision == "fp32" and v["tf32"] else precision
+        if v["gpu"] == CUSTOM:
+            return self._custom(v, math)
+        try:
+            name = catalog.canonical_gpu_name(v["gpu"])
+        except catalog.UnknownGpuError as err:
+            raise TemplateError(
+                f"gpu={v['gpu']!r} is not in the GPU catalog; {err.message} or 'custom'", "gpu"
+            ) from None
+        spec = catalog.GPUS[name]
+        base_sms, base_clock = spec.sms.value, spec.clock_mhz.value
+        sms = v["sms"] if v["sms"] is not None else int(base_sms)
+        clock = v["clock_mhz"] if v["clock_mhz"] is not None else base_clock
+        scale = (sms / base_sms) * (clock / base_clock)  # throughput follows SMs x clock unless given
+        catalog_peak = spec.peak_tflops("fp32" if math == "fp32" else math)
+        if catalog_peak is None and v["tensor_tflops"] is None:
+            supported = [p for p in PRECISIONS if spec.peak_tflops(p) is not None]
+            raise TemplateError(
+                f"{spec.display} has no {precision.upper()} tensor cores; use a precision it supports "
+                f"({', '.join(supported)}) or give tensor_tflops for a hypothetical part",
+                "precision",
+            )
+        tensor = v["tensor_tflops"] if v["tensor_tflops"] is not None else catalog_peak * scale
+        fp32 = v["fp32_tflops"] if v["fp32_tflops"] is not None else spec.fp32_tflops.value * scale
+
+        def pick(param: str, sourced) -> float:
+            return float(v[param]) if v[param] is not None else float(sourced.value)
+
+        return GpuArch(
+            gpu=name,
+            display=spec.display + (" (modified)" if any(v[p] is not None for p in OVERRIDABLE) else ""),
+            precision=precision,
+            math=math,
+            sms=int(sms),
+            clock_mhz=float(clock),
+            tensor_tflops=float(tensor),
+            fp32_tflops=float(fp32),
+            mem_gbps=pick("mem_gbps", spec.mem_gbps),
+            mem_gb=pick("mem_gb", spec.mem_gb),
+            l2_mib=pick("l2_mib", spec.l2_mib),
+            smem_kib_per_sm=pick("smem_kib_per_sm", spec.smem_kib_per_sm),
+            regs_kib_per_sm=spec.regs_kib_per_sm.value,
+            max_blocks_per_sm=int(spec.max_blocks_per_sm.value),
+            tdp_w=pick("tdp_w", spec.tdp_w),
+            die_mm2=spec.die_mm2.value if spec.die_mm2 is not None else float("nan"),
+            launch_us=v["launch_us"],
+            compute_fraction=v["compute_fraction"],
+            bandwidth_fraction=v["bandwidth_fraction"],
+        )
+
+    def _custom(self, v: dict[str, Any], math: str) -> GpuArch:
+        missing = [p for p in OVERRIDABLE if v[p] is None and not (p == "tensor_tflops" and math == "fp32")]
+        if missing:
+            raise TemplateError(
+                f"gpu=custom needs every GPU number; missing: {', '.join(missing)} "
+                "(or name a catalog GPU and override only what differs)",
+                missing[0],
+            )
+        fp32 = float(v["fp32_tflops"])
+        return GpuArch(
+            gpu=CUSTOM,
+            display="custom GPU",
+            precision=v["precision"],
+            math=math,
+            sms=int(v["sms"]),
+            clock_mhz=float(v["clock_mhz"]),
+            tensor_tflops=fp32 if math == "fp32" else float(v["tensor_tflops"]),
+            fp32_tflops=fp32,
+            mem_gbps=float(v["mem_gbps"]),
+            mem_gb=float(v["mem_gb"]),
+            l2_mib=float(v["l2_mib"]),
+            smem_kib_per_sm=float(v["smem_kib_per_sm"]),
+            regs_kib_per_sm=256.0,
+            max_blocks_per_sm=32,
+            tdp_w=float(v["tdp_w"]),
+            die_mm2=float("nan"),
+            launch_us=v["launch_us"],
+            compute_fraction=v["compute_fraction"],
+            bandwidth_fraction=v["bandwidth_fraction"],
+        )
+
+
+def family():
+    """The gpu family for dse.registry: template, threadblock-tiling mapper, roofline model."""
+    from dse.registry import Family
+    from hwmodels.gpu import GpuModel
+    from mappers.gpu import GpuTileMapper
+
+    return Family(template=GpuTemplate, mappers={"tile": GpuTileMapper}, hwmodel=GpuModel)

@@ -1,0 +1,134 @@
+"""dse export / ingest-report: real hls4ml projects from explored points, C simulation with g++."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from dse.cli import main
+from dse.export import ExportError, export_point, ingest_report, stored_synthesis
+
+SPEC = """
+name: {name}
+workload: {{model: {model}, batch: 1}}
+template:
+  kind: fpga_dataflow
+  params:
+    part: {part}
+    io_type: {io}
+    strategy: resource
+    reuse_factor: {rf}
+    width: 16
+    integer: 6
+    weight_width: 10
+    weight_integer: 2
+    layer1_reuse_factor: {rf1}
+objectives: [min latency_cycles, min dsp]
+search: {{strategy: grid}}
+"""
+
+
+def _run(tmp_path: Path, model: str, io: str, rf: int = 4, rf1: int = 8, part: str = "xcu250") -> Path:
+    spec = tmp_path / f"{model}_{io}.yaml"
+    spec.write_text(SPEC.format(name=f"{model}-{io}", model=model, io=io, rf=rf, rf1=rf1, part=part))
+    run = tmp_path / f"run_{model}_{io}"
+    assert main(["explore", str(spec), "-o", str(run), "--executor", "serial", "-q"]) == 0
+    return run
+
+
+def _point_id(run: Path) -> str:
+    return (run / "pareto.csv").read_text().splitlines()[1].split(",")[0]
+
+
+def _check_config(out: Path, report: dict) -> None:
+    """The written project carries the point's knobs: hls4ml config, parameters.h and the report agree."""
+    params = report["params"]
+    cfg = report["hls_config"]
+    assert cfg["Model"]["ReuseFactor"] == params["reuse_factor"]
+    assert cfg["Model"]["Strategy"] == params["strategy"].capitalize()
+    layers = cfg["LayerName"]
+    assert all("result" in entry["Precision"] for entry in layers.values())  # never auto
+    dense = [e for e in layers.values() if "ReuseFactor" in e]
+    assert all(e["Precision"]["weight"] == "ap_fixed<10,2>" and e["Strategy"] == "Resource" for e in dense)
+    assert dense[1]["ReuseFactor"] != dense[0]["ReuseFactor"]  # layer1_reuse_factor honoured
+    prj = out / "hls4ml_prj"
+    header = (prj / "firmware" / "parameters.h").read_text()
+    written = [int(v) for v in re.findall(r"reuse_factor = (\d+);", header)]
+    for e in dense:
+        assert e["ReuseFactor"] in written
+    assert "ap_fixed<10,2>" in (prj / "firmware" / "defines.h").read_text()
+    tcl = next(prj.glob("*.tcl")).read_text() + (prj / "project.tcl").read_text()
+    assert report["part"] in tcl
+    readme = (out / "README.md").read_text()
+    assert "build_prj.tcl" in readme and f"{report['predicted']['dsp']:.6g}" in readme
+
+
+def test_export_jet_mlp_with_csim(tmp_path):
+    """One real g++ build of hls4ml's C simulation in the default suite."""
+    run = _run(tmp_path, "jet_mlp", "io_parallel")
+    out = tmp_path / "exp"
+    assert main(["export", str(run), "--point", _point_id(run), "-o", str(out), "--backend", "Vitis", "--csim"]) == 0
+    report = json.loads((out / "export_report.json").read_text())
+    _check_config(out, report)
+    assert report["backend"] == "Vitis" and report["io_type"] == "io_parallel"
+    csim = report["csim"]
+    assert csim["samples"] == 32
+    assert csim["max_abs_error"] < 0.1 and csim["argmax_agreement"] >= 0.9
+
+
+def test_export_small_cnn_io_stream_writes_the_project(tmp_path):
+    run = _run(tmp_path, "small_cnn", "io_stream", part="xczu9eg")
+    out = tmp_path / "cnn"
+    report = export_point(run, _point_id(run), out, backend="Vivado")
+    _check_config(out, report)
+    assert report["part"] == "xczu9eg-ffvb1156-2-e" and report["io_type"] == "io_stream"
+    assert (out / "hls4ml_prj" / "firmware" / "myproject.cpp").is_file()
+    assert "csim" not in report
+
+
+def test_ingest_report_stores_synthesis_next_to_prediction(tmp_path):
+    run = _run(tmp_path, "jet_mlp", "io_parallel")
+    out = tmp_path / "exp"
+    report = export_point(run, _point_id(run), out, backend="Vitis")
+    with pytest.raises(ExportError, match="no synthesis report"):
+        ingest_report(out)
+    solution = out / "hls4ml_prj" / "myproject_prj" / "solution1"
+    (solution / "syn" / "report").mkdir(parents=True)
+    (out / "hls4ml_prj" / "myproject_prj" / "hls.app").write_text(
+        '<project><solutions><solution name="solution1"/></solutions></project>'
+    )
+    (solution / "syn" / "report" / "myproject_csynth.xml").write_text(
+        "<profile><UserAssignments><TargetClockPeriod>5.0</TargetClockPeriod></UserAssignments>"
+        "<PerformanceEstimates><SummaryOfTimingAnalysis><EstimatedClockPeriod>4.1</EstimatedClockPeriod>"
+        "</SummaryOfTimingAnalysis><SummaryOfOverallLatency><Best-caseLatency>40</Best-caseLatency>"
+        "<Worst-caseLatency>41</Worst-caseLatency><Interval-min>40</Interval-min><Interval-max>41</Interval-max>"
+        "</SummaryOfOverallLatency></PerformanceEstimates><AreaEstimates><Resources><BRAM_18K>4</BRAM_18K>"
+        "<DSP>300</DSP><FF>9000</FF><LUT>12000</LUT><URAM>0</URAM></Resources><AvailableResources>"
+        "<BRAM_18K>5376</BRAM_18K><DSP>12288</DSP><FF>3456000</FF><LUT>1728000</LUT><URAM>1280</URAM>"
+        "</AvailableResources></AreaEstimates></profile>"
+    )
+    assert main(["ingest-report", str(out)]) == 0
+    (row,) = stored_synthesis(run)
+    assert row["point_id"] == report["point_id"] and row["report"]["CSynthesisReport"]["DSP"] == "300"
+    assert row["predicted"]["dsp"] == report["predicted"]["dsp"]
+
+
+def test_bad_point_id_is_a_user_error(tmp_path, capsys):
+    run = _run(tmp_path, "jet_mlp", "io_parallel")
+    assert main(["export", str(run), "--point", "zzzz", "-o", str(tmp_path / "x")]) == 2
+    assert "no point" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["Vivado", "Vitis"])
+@pytest.mark.parametrize("io", ["io_parallel", "io_stream"])
+@pytest.mark.parametrize("model", ["jet_mlp", "small_cnn"])
+def test_export_and_csim_every_backend_and_io_type(tmp_path, model, io, backend):
+    run = _run(tmp_path, model, io)
+    out = tmp_path / "exp"
+    report = export_point(run, _point_id(run), out, backend=backend, csim=True)
+    _check_config(out, report)
+    assert report["csim"]["argmax_agreement"] >= 0.9 and report["csim"]["max_abs_error"] < 0.1

@@ -1,0 +1,65 @@
+"""The CPU path of benchmarks/gpu_measure.py: it runs, times every quick shape and records how."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("torch", reason="PyTorch is not installed; benchmarks/gpu_measure.py needs it")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("gpu_measure", ROOT / "benchmarks" / "gpu_measure.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_measure"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cpu_measurement_writes_a_complete_csv(tmp_path: Path, capsys) -> None:
+    script = _load_script()
+    out = tmp_path / "cpu.csv"
+    rc = script.main(["--device", "cpu", "--quick", "--repeats", "2", "--warmup", "1", "--out", str(out)])
+    assert rc == 0
+    frame = pd.read_csv(out)
+    assert list(frame.columns) == list(script.COLUMNS)
+    quick = len(script.QUICK_GEMMS) + len(script.QUICK_CONVS) + len(script.QUICK_ATTENTION)
+    assert len(frame) == quick
+    assert set(frame["kind"]) == {"gemm", "conv", "attention"}
+    assert (frame["median_s"] > 0).all() and (frame["min_s"] <= frame["median_s"]).all()
+    assert (frame["device"] == "cpu").all() and frame["device_name"].str.len().min() > 0
+    assert frame["torch"].iloc[0].startswith("2.")
+    conv = frame[frame["name"] == "r50_res4_3x3_b8"].iloc[0]
+    assert (conv["M"], conv["N"], conv["K"]) == (8 * 14 * 14, 256, 256 * 9)  # implicit-GEMM view
+    gemm = frame[frame["name"] == "square_256"].iloc[0]
+    assert gemm["flops"] == 2 * 256**3 and gemm["bytes"] == 3 * 256 * 256 * 4
+    assert "shapes ->" in capsys.readouterr().out
+
+
+def test_measured_csv_feeds_the_calibration_reader(tmp_path: Path) -> None:
+    from hwmodels.gpu import read_measurements
+
+    script = _load_script()
+    out = tmp_path / "cpu.csv"
+    script.main(["--device", "cpu", "--quick", "--repeats", "1", "--warmup", "0", "--out", str(out)])
+    measurements = read_measurements(out)
+    assert len(measurements) == len(script.QUICK_GEMMS) + len(script.QUICK_CONVS)
+    assert {m.kind for m in measurements} == {"gemm", "conv"}
+    batched = next(m for m in measurements if m.name == "batched_64x128x64")
+    assert batched.gemm.count == 64 and batched.seconds > 0
+
+
+def test_cuda_request_without_a_device_is_refused(tmp_path: Path, capsys) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    script = _load_script()
+    assert script.main(["--device", "cuda", "--out", str(tmp_path / "x.csv")]) == 2
+    assert "no CUDA device" in capsys.readouterr().err
