@@ -71,13 +71,17 @@ def explore(
         store.start_run(
             spec.name, spec_yaml_text(spec), fingerprint, str(Path(spec_path).resolve()) if spec_path else ""
         )
-        with make_executor(executor, workers) as pool:
-            sweep = _Sweep(store, strategy, space, fingerprint, evaluator_name, objectives, constraints)
+        # a batch evaluator (surrogate prediction) brings its own in-process executor; hybrid its own sweep
+        batch_executor = getattr(evaluator, "batch_executor", None)
+        sweep_class = getattr(evaluator, "sweep_class", _Sweep)
+        with batch_executor() if batch_executor else make_executor(executor, workers) as pool:
+            sweep = sweep_class(store, strategy, space, fingerprint, evaluator_name, objectives, constraints)
             with _Display(progress, strategy.budget, spec.name) as display:
                 sweep.run(pool, FlatMetricsEvaluator(evaluator), display)
         sweep_seconds = time.perf_counter() - start
         store.set_status("done")
-        report, points, pareto, notes = finish_run(out_dir, spec, store, space, list(strategy.notes), sweep, strategy)
+        run_notes = list(strategy.notes) + list(getattr(sweep, "notes", []))
+        report, points, pareto, notes = finish_run(out_dir, spec, store, space, run_notes, sweep, strategy)
     return ExploreResult(
         out_dir=out_dir,
         points=points,

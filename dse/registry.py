@@ -40,11 +40,17 @@ _FAMILY_MODULES: dict[str, tuple[str, str]] = {
 
 
 def _systolic_family() -> Family:
+    """``fold`` (SCALE-Sim-compatible, a few ms per network) stays the default: the explorer's rate
+    target needs it; ``cpsat`` (optimal tiling, residency and scratchpad allocation) and ``greedy``
+    (its baseline) are selected with ``template.mapper`` in a spec."""
     from hwmodels.systolic import SystolicModel
+    from mappers.cpsat import CpSatMapper
+    from mappers.greedy import GreedyMapper
     from mappers.systolic import SystolicFoldMapper
     from templates.systolic import SystolicTemplate
 
-    return Family(template=SystolicTemplate, mappers={"fold": SystolicFoldMapper}, hwmodel=SystolicModel)
+    mappers = {"fold": SystolicFoldMapper, "cpsat": CpSatMapper, "greedy": GreedyMapper}
+    return Family(template=SystolicTemplate, mappers=mappers, hwmodel=SystolicModel)
 
 
 def families() -> dict[str, Family]:

@@ -626,7 +626,8 @@ def layer_breakdown_figure(data: ReportData, layers: Mapping[str, pd.DataFrame])
 
     Returns (figure, number of designs offered) or None when no Pareto design has layer data.
     """
-    candidates = data.front[data.front["point_id"].astype(str).isin([str(k) for k in layers])]
+    with_layers = [str(k) for k, frame in layers.items() if not frame.empty]  # predicted points have none
+    candidates = data.front[data.front["point_id"].astype(str).isin(with_layers)]
     if candidates.empty:
         return None
     # Keep the designs nearest the knee first so the dropdown opens on the one worth reading.

@@ -11,6 +11,7 @@ the study from the store, so the sampler continues instead of starting over.
 from __future__ import annotations
 
 import math
+import random
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -92,8 +93,26 @@ class ListStrategy(SearchStrategy):
         return [Proposal(dict(point)) for point in batch]
 
 
+def ordinal_values(dim: Any) -> tuple | None:
+    """The sorted numbers of a discrete numeric dimension (e.g. rows: [16, 32, 64]); None for anything else.
+
+    Listed numbers are ordered quantities: the samplers see their index in this tuple as an integer,
+    so TPE's kernels carry what it learned about 32 rows over to 16 and 64, which a categorical cannot.
+    """
+    values = getattr(dim, "values", None)
+    if values is None or len(values) < 2:
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return None
+    return tuple(sorted(values))
+
+
 def distribution_for(dim: Any) -> BaseDistribution:
-    """Dimension -> optuna distribution: discrete values are categorical, ranges int or float (log if asked)."""
+    """Dimension -> optuna distribution: listed numbers are an ordinal index (see ``ordinal_values``), other
+    listed values categorical, ranges int or float (log if asked)."""
+    ordinal = ordinal_values(dim)
+    if ordinal is not None:
+        return IntDistribution(0, len(ordinal) - 1)
     if dim.values is not None:
         return CategoricalDistribution(list(dim.values))
     log = bool(getattr(dim, "log", False))
@@ -104,8 +123,41 @@ def distribution_for(dim: Any) -> BaseDistribution:
     return FloatDistribution(float(dim.low), float(dim.high), log=log, step=None if log or not step else float(step))
 
 
+@dataclass(frozen=True)
+class Axis:
+    """One free dimension as optuna sees it, and the translation between optuna's values and the point's."""
+
+    name: str
+    distribution: BaseDistribution
+    ordinal: tuple | None = None  # the numbers an ordinal index stands for
+
+    @classmethod
+    def of(cls, dim: Any) -> Axis:
+        return cls(dim.name, distribution_for(dim), ordinal_values(dim))
+
+    def decode(self, raw: Any) -> Any:
+        return raw if self.ordinal is None else self.ordinal[int(raw)]
+
+    def encode(self, value: Any) -> Any:
+        """The optuna value for a point's value; None when the value is not in this dimension."""
+        if self.ordinal is None:
+            return value if _in_distribution(self.distribution, value) else None
+        for index, allowed in enumerate(self.ordinal):
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isclose(value, allowed):
+                return index
+        return None
+
+
+RESAMPLE_TRIES = 24  # asks per proposal before a sampler stuck on seen points gets a random unseen one
+
+
 class OptunaStrategy(SearchStrategy):
-    """optuna's NSGA-II or multivariate TPE over the free dimensions, driven by ask/tell."""
+    """optuna's NSGA-II or multivariate TPE over the free dimensions, driven by ask/tell.
+
+    Every proposal is a point this study has not proposed before, so the budget counts distinct
+    designs: when the sampler asks for a seen point, that trial is told the known result (or, while
+    the point is still being evaluated, told together with it) and the sampler is asked again.
+    """
 
     replays = True
 
@@ -128,8 +180,13 @@ class OptunaStrategy(SearchStrategy):
         self._objectives = list(objectives)
         self._constraints = list(constraints)
         self._fixed = dict(space.fixed)
-        self._distributions = {dim.name: distribution_for(dim) for dim in space.free}
+        self._axes = [Axis.of(dim) for dim in space.free]
+        self._distributions = {axis.name: axis.distribution for axis in self._axes}
+        self._space_size = space.sample_space_size() if hasattr(space, "sample_space_size") else None
+        self._results: dict[tuple, Observation | None] = {}  # every proposed point: its result, None while pending
+        self._twins: dict[tuple, list[optuna.trial.Trial]] = {}  # repeat asks of a pending point, told with it
         seed = DEFAULT_SEED if seed is None else seed
+        self._rng = random.Random(seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             if name == "nsga2":
@@ -139,7 +196,9 @@ class OptunaStrategy(SearchStrategy):
                 )
                 self.tag = f"nsga2:seed={seed}"  # population may change between runs; the history still applies
             else:
-                sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True)
+                sampler = optuna.samplers.TPESampler(
+                    seed=seed, multivariate=True, n_startup_trials=default_startup_trials(budget)
+                )
                 self.tag = f"tpe:seed={seed}"
         directions = ["minimize" if o.direction == "min" else "maximize" for o in objectives]
         self.study = optuna.create_study(directions=directions, sampler=sampler)
@@ -148,29 +207,25 @@ class OptunaStrategy(SearchStrategy):
         proposals = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            for _ in range(n):
-                trial = self.study.ask(self._distributions)
-                proposals.append(Proposal({**self._fixed, **trial.params}, trial))
+            while len(proposals) < n and not self._exhausted():
+                trial, key = self._ask_unseen()
+                self._results[key] = None
+                proposals.append(Proposal(self.point_of(trial), trial))
         return proposals
 
     def tell(self, proposals: Sequence[Proposal], observations: Sequence[Observation]) -> None:
         for proposal, observation in zip(proposals, observations):
             assert proposal.trial is not None, "an optuna strategy was told about a point it did not propose"
-            values = self._objective_values(observation)
-            if values is None:
-                self.study.tell(proposal.trial, state=TrialState.FAIL)
-                continue
-            violations = self._violations(observation)
-            proposal.trial.set_user_attr("constraints", violations)
-            for constraint, violation in zip(self._constraints, violations):
-                proposal.trial.set_constraint(str(constraint), violation)
-            self.study.tell(proposal.trial, values)
+            key = self._key(proposal.point)
+            self._results[key] = observation
+            for trial in [proposal.trial, *self._twins.pop(key, [])]:
+                self._finish(trial, observation)
 
     def replay(self, history: Sequence[tuple[Mapping[str, Any], Observation]]) -> int:
         replayed = 0
         for point, observation in history:
-            params = {name: point.get(name) for name in self._distributions}
-            if not all(_in_distribution(self._distributions[n], v) for n, v in params.items()):
+            params = {axis.name: axis.encode(point.get(axis.name)) for axis in self._axes}
+            if any(value is None for value in params.values()):
                 continue  # the spec's ranges changed since; this point is no longer in the space
             values = self._objective_values(observation)
             if values is None:
@@ -187,8 +242,60 @@ class OptunaStrategy(SearchStrategy):
                     constraints={str(c): v for c, v in zip(self._constraints, violations)} or None,
                 )
             self.study.add_trial(trial)
+            self._results[self._key(point)] = observation
             replayed += 1
         return replayed
+
+    def point_of(self, trial: optuna.trial.FrozenTrial | optuna.trial.Trial) -> dict[str, Any]:
+        """The design point a trial of this study stands for (its params decoded, fixed params merged)."""
+        return {**self._fixed, **self._decode(trial.params)}
+
+    def _ask_unseen(self) -> tuple[optuna.trial.Trial, tuple]:
+        """A trial at a point not proposed before; repeats are answered (now or with their twin) and re-asked."""
+        for _ in range(RESAMPLE_TRIES):
+            trial = self.study.ask(self._distributions)
+            key = self._key(self._decode(trial.params))
+            if key not in self._results:
+                return trial, key
+            known = self._results[key]
+            if known is None:
+                self._twins.setdefault(key, []).append(trial)
+            else:
+                self._finish(trial, known)
+        unseen = self._random_unseen()
+        if unseen is not None:
+            self.study.enqueue_trial(unseen)
+        trial = self.study.ask(self._distributions)
+        return trial, self._key(self._decode(trial.params))
+
+    def _random_unseen(self) -> dict[str, Any] | None:
+        """Optuna params of a random point not proposed yet (None if random draws keep hitting seen ones)."""
+        for _ in range(1000):
+            params = {axis.name: _draw(axis.distribution, self._rng) for axis in self._axes}
+            if self._key(self._decode(params)) not in self._results:
+                return params
+        return None
+
+    def _exhausted(self) -> bool:
+        return self._space_size is not None and len(self._results) >= self._space_size
+
+    def _decode(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        by_name = {axis.name: axis for axis in self._axes}
+        return {name: by_name[name].decode(value) for name, value in params.items()}
+
+    def _key(self, point: Mapping[str, Any]) -> tuple:
+        return tuple(point.get(axis.name) for axis in self._axes)
+
+    def _finish(self, trial: optuna.trial.Trial, observation: Observation) -> None:
+        values = self._objective_values(observation)
+        if values is None:
+            self.study.tell(trial, state=TrialState.FAIL)
+            return
+        violations = self._violations(observation)
+        trial.set_user_attr("constraints", violations)
+        for constraint, violation in zip(self._constraints, violations):
+            trial.set_constraint(str(constraint), violation)
+        self.study.tell(trial, values)
 
     def _objective_values(self, observation: Observation) -> list[float] | None:
         if not observation.ok:
@@ -202,6 +309,23 @@ class OptunaStrategy(SearchStrategy):
         return [min(c.violation(observation.metrics), MAX_VIOLATION) for c in self._constraints]
 
 
+def _draw(distribution: BaseDistribution, rng: random.Random) -> Any:
+    """One uniform value of an optuna distribution (log-uniform for log ranges)."""
+    if isinstance(distribution, CategoricalDistribution):
+        return rng.choice(distribution.choices)
+    low, high = distribution.low, distribution.high
+    if isinstance(distribution, IntDistribution):
+        if distribution.log:
+            return min(high, max(low, round(math.exp(rng.uniform(math.log(low), math.log(high))))))
+        return low + distribution.step * rng.randrange((high - low) // distribution.step + 1)
+    assert isinstance(distribution, FloatDistribution)
+    if distribution.log:
+        return math.exp(rng.uniform(math.log(low), math.log(high)))
+    if distribution.step is not None:
+        return low + distribution.step * rng.randrange(round((high - low) / distribution.step) + 1)
+    return rng.uniform(low, high)
+
+
 def _in_distribution(distribution: BaseDistribution, value: Any) -> bool:
     try:
         internal = distribution.to_internal_repr(value)
@@ -211,8 +335,20 @@ def _in_distribution(distribution: BaseDistribution, value: Any) -> bool:
 
 
 def default_population(budget: int) -> int:
-    """NSGA-II generation size when the spec gives none: about a quarter of the budget, between 8 and 50."""
-    return max(8, min(50, budget // 4))
+    """NSGA-II generation size when the spec gives none: about ten generations in the budget, 8 to 50 designs.
+
+    Measured on the quick-start space (benchmarks/search_efficiency.py): 8 beat 4, 6, 10, 12 and 16 at a
+    34-point budget, and at 100 points 8-10 beat 25; too few generations leave NSGA-II a random search.
+    """
+    return max(8, min(50, budget // 10))
+
+
+def default_startup_trials(budget: int) -> int:
+    """TPE's random start-up trials: a quarter of the budget, 4 to 10 (optuna's default is 10).
+
+    A short budget cannot afford ten blind points; fewer than four leave the first model nothing to fit.
+    """
+    return max(4, min(10, budget // 4))
 
 
 def make_strategy(

@@ -123,6 +123,9 @@ class Spec(_Model):
     )
     search: Search = Field(default_factory=Search, description="a mapping with strategy, budget, seed, population")
     evaluator: Literal["analytical", "surrogate", "hybrid"] = "analytical"
+    surrogate: str | None = Field(
+        None, description="a surrogate model file (.joblib from `dse surrogate train`), relative to the spec's folder"
+    )
     baselines: list[str] = Field(default_factory=list, description="a list of baseline names (e.g. a100, h100)")
 
     _path: Path = PrivateAttr(Path("<string>"))
@@ -202,8 +205,19 @@ class Spec(_Model):
             "tech": self.tech,
             "evaluator": self.evaluator,
         }
+        if self.surrogate is not None and self.evaluator != "analytical":
+            path = self.surrogate_path
+            payload["surrogate"] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else self.surrogate
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode()).hexdigest()
+
+    @property
+    def surrogate_path(self) -> Path | None:
+        """The ``surrogate`` model file resolved against the spec's folder; None when not given."""
+        if self.surrogate is None:
+            return None
+        path = Path(self.surrogate).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
 
     def to_dict(self) -> dict[str, Any]:
         """The spec with defaults filled in, as plain YAML/JSON-able data (model options back in workload)."""
@@ -574,6 +588,7 @@ def _check_semantics(spec: Spec) -> list[tuple[Loc, str]]:
     if tech_problem:
         problems.append((("tech",), tech_problem))
     _check_search(spec, problems)
+    _check_surrogate(spec, problems)
     _check_objectives(spec, problems)
     _check_constraints(spec, problems)
     seen: set[str] = set()
@@ -659,6 +674,27 @@ def _check_model_options(options: dict[str, Any], suffix: str, problems: list[tu
                     problems.append(((*loc, dim_name), f"got {_describe(size)}; expected an integer >= 1"))
         elif not isinstance(value, SCALAR_TYPES):
             problems.append((loc, f"model option {key} is {_describe(value)}; give a single value (number or text)"))
+
+
+def _check_surrogate(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
+    """``evaluator: surrogate`` needs a model file; ``hybrid`` may name one; the file must exist."""
+    if spec.evaluator == "surrogate" and spec.surrogate is None:
+        problems.append(
+            (
+                ("evaluator",),
+                "evaluator surrogate needs a trained model; add surrogate: MODEL.joblib "
+                "(from `dse surrogate train`) or use evaluator: hybrid, which trains on the fly",
+            )
+        )
+    path = spec.surrogate_path
+    if path is not None and not path.is_file():
+        problems.append(
+            (
+                ("surrogate",),
+                f"model file {spec.surrogate!r} not found (looked for {path}); give a file written "
+                "by `dse surrogate train` (relative paths are relative to the spec's folder)",
+            )
+        )
 
 
 def _check_search(spec: Spec, problems: list[tuple[Loc, str]]) -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dse.graph import Graph, Op, OpKind
+from dse.graph import Graph, OpKind
 from mappers.base import Buffer, Mapping, MappingError, OpMapping
 from mappers.systolic import ARRAY_KINDS, VECTOR_KINDS
 from templates.base import Arch
@@ -41,6 +41,8 @@ OBJECTIVES = ("dram", "latency", "energy")
 
 # Trip counts tried per loop (tile = ceil(extent / trips)); geometric past 8 so a loop offers ~20 sizes.
 _TRIPS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 64, 96, 128, 192, 256, 512, 1024)
+# Candidates whose compute cycles exceed the op's fastest tile by more than this factor are dropped.
+CYCLE_SLACK = 1.5
 # A vector op's tile is at least 1/256 of its tensors: shorter DMA bursts waste DRAM bandwidth.
 _VECTOR_MAX_TRIPS = 256
 
@@ -561,13 +563,20 @@ def enumerate_candidates(nest: LoopNest, target: TileTarget, model: CostModel) -
     for order_id, order in enumerate(orders):
         at = slice(order_id * count, (order_id + 1) * count)
         for j, o in enumerate(nest.operands):
-            inner = max((order.index(nm) for nm in o.loops if nm in extent), default=-1)
+            # the operand's tile changes with its innermost indexing loop that takes more than one
+            # trip; every loop outside that one which does not index it re-fetches it
+            outer_other = np.ones(count)
+            outer_all = np.ones(count)
             refetch = np.ones(count)
             loads = np.ones(count)
-            for pos in range(inner + 1):
-                loads = loads * trips[order[pos]]
-                if order[pos] not in o.loops:
-                    refetch = refetch * trips[order[pos]]
+            for nm in order:
+                if nm in o.loops:
+                    moves = trips[nm] > 1
+                    refetch = np.where(moves, outer_other, refetch)
+                    loads = np.where(moves, outer_all * trips[nm], loads)
+                else:
+                    outer_other = outer_other * trips[nm]
+                outer_all = outer_all * trips[nm]
             fp[j, at] = one[j] * np.where(loads > 1, 2, 1)
             tr[j, at] = sweep[j] * refetch
             if j == out_idx:
@@ -603,7 +612,14 @@ def enumerate_candidates(nest: LoopNest, target: TileTarget, model: CostModel) -
         tie = np.lexsort((traffic, cyc_i, score))
         rank = np.empty(len(keep), dtype=np.int64)
         rank[tie] = np.arange(len(keep))
-        chosen.update(int(i) for i in _front_2d(staged, rank))
+        # a tile that slows the op's compute more than CYCLE_SLACK-fold is offered only as the last
+        # resort, when no faster tile fits the scratchpad in this mode: no schedule should buy DRAM
+        # bytes with an array that mostly fills and drains, but a tight scratchpad must get a tile
+        fast = np.flatnonzero(cyc_i <= CYCLE_SLACK * cyc_i.min())
+        chosen.update(int(fast[i]) for i in _front_2d(staged[fast], rank[fast]))
+        if staged[fast].min() > target.capacity(target.resident_memory):
+            smallest = np.flatnonzero(staged == staged.min())
+            chosen.add(int(smallest[np.argmin(rank[smallest])]))
     picked = np.array(sorted(chosen), dtype=np.int64)
     picked = picked[np.lexsort((cyc_i[picked], tr_i[:, picked].sum(axis=0)))]
     rows_of = keep[picked]
@@ -751,6 +767,8 @@ def compulsory_bytes(graph: Graph, word_bytes: int) -> int:
         if name in used and t.kind in ("weight", "input", "output"):
             total += t.numel * word_bytes
     return total
+
+
 # ---------------------------------------------------------------------------------------------------
 # Scheduling problems and their solutions (shared by the CP-SAT, greedy and brute-force mappers)
 # ---------------------------------------------------------------------------------------------------
@@ -786,7 +804,9 @@ class Problem:
 
     def free_operands(self, u: int) -> list[int]:
         """Operand indices of unit ``u`` whose residency is a decision."""
-        return [j for j, o in enumerate(self.cands[u].nest.operands) if o.role != ROLE_WEIGHT and o.tensor in self.eligible]
+        return [
+            j for j, o in enumerate(self.cands[u].nest.operands) if o.role != ROLE_WEIGHT and o.tensor in self.eligible
+        ]
 
     def output_write_bytes(self, u: int) -> int:
         """What a resident output still costs: one write when it is also a graph output."""
@@ -798,7 +818,9 @@ class Problem:
         if tensor in self.producer:
             return 0
         nbytes = np.array([self.eligible[tensor]], dtype=np.int64)
-        return int(mode_cost(nbytes, np.zeros(1), nbytes / self.target.word_bytes, self.target.word_bytes, self.model)[0])
+        return int(
+            mode_cost(nbytes, np.zeros(1), nbytes / self.target.word_bytes, self.target.word_bytes, self.model)[0]
+        )
 
     def lifetime(self, tensor: str, position: dict[int, int]) -> tuple[int, int]:
         """First and last unit positions (inclusive) a resident tensor occupies."""
@@ -919,7 +941,7 @@ def to_mapping(problem: Problem, schedule: Schedule, mapper: str) -> Mapping:
         reads = writes = 0
         staged_at = {memory: 0 for memory, _ in target.capacities}
         staged_at[target.resident_memory] = schedule.staging_offset.get(u, 0)
-        operand_bytes: dict[str, dict[str, int]] = {}
+        operand_bytes: list[dict] = []
         for j, o in enumerate(cands.nest.operands):
             traffic = int(cands.traffic[j, c])
             if o.role == ROLE_OUTPUT:
@@ -934,7 +956,15 @@ def to_mapping(problem: Problem, schedule: Schedule, mapper: str) -> Mapping:
                     loaded.add(o.tensor)
             else:
                 reads += traffic
-            operand_bytes[o.tensor] = {"traffic": 0 if mode[j] else traffic, "footprint": int(cands.footprint[j, c])}
+            operand_bytes.append(
+                {
+                    "tensor": o.tensor,
+                    "role": o.role,
+                    "resident": bool(mode[j]),
+                    "traffic": 0 if mode[j] else traffic,
+                    "footprint": int(cands.footprint[j, c]),
+                }
+            )
             if has_tile_buffer(o.role, mode[j]):
                 memory = target.memory_of(o.role)
                 size = int(cands.footprint[j, c])
@@ -975,7 +1005,13 @@ def to_mapping(problem: Problem, schedule: Schedule, mapper: str) -> Mapping:
                 tile={},
                 dataflow="vector",
                 resident_inputs=(src,),
-                extra={"unit": "vector", "fused_into": unit.name, "tiling": True, "dram_read_bytes": 0, "dram_write_bytes": 0},
+                extra={
+                    "unit": "vector",
+                    "fused_into": unit.name,
+                    "tiling": True,
+                    "dram_read_bytes": 0,
+                    "dram_write_bytes": 0,
+                },
             )
         if unit.output in problem.consumers and unit.output not in resident:
             spills.append(unit.output)
@@ -1007,4 +1043,6 @@ def to_mapping(problem: Problem, schedule: Schedule, mapper: str) -> Mapping:
         "candidates": sum(len(c) for c in problem.cands),
         **schedule.info,
     }
-    return Mapping(graph=graph, arch=problem.arch, ops=ops, order=order_ops, buffers=buffers, mapper=mapper, solver=solver)
+    return Mapping(
+        graph=graph, arch=problem.arch, ops=ops, order=order_ops, buffers=buffers, mapper=mapper, solver=solver
+    )

@@ -131,7 +131,9 @@ def build_dataset(
             if not kept:
                 raise UserError(f"every sampled point of {workload.label} failed to evaluate", where="template.params")
             frames.append(
-                _frame(template_kind, graph, workload, ops, [points[i] for i in kept], fixed, [results[i] for i in kept])
+                _frame(
+                    template_kind, graph, workload, ops, [points[i] for i in kept], fixed, [results[i] for i in kept]
+                )
             )
     return pd.concat(frames, ignore_index=True)
 

@@ -21,8 +21,14 @@ def accuracy(true: np.ndarray, pred: np.ndarray) -> dict[str, float]:
     keep = np.isfinite(true) & np.isfinite(pred) & (true != 0)
     true, pred = true[keep], pred[keep]
     if true.size == 0:
-        return {"n": 0, "r2": float("nan"), "mape": float("nan"), "p50": float("nan"), "p75": float("nan"),
-                "p95": float("nan")}  # fmt: skip
+        return {
+            "n": 0,
+            "r2": float("nan"),
+            "mape": float("nan"),
+            "p50": float("nan"),
+            "p75": float("nan"),
+            "p95": float("nan"),
+        }
     ape = np.abs(pred - true) / np.abs(true) * 100.0
     ss_res = float(np.sum((true - pred) ** 2))
     ss_tot = float(np.sum((true - true.mean()) ** 2))
@@ -71,11 +77,19 @@ def scatter_html(truth: pd.DataFrame, pred: pd.DataFrame, targets: Sequence[str]
     for i, target in enumerate(targets, start=1):
         t, p = truth[target].to_numpy(float), pred[target].to_numpy(float)
         hover = truth["workload"].astype(str) if "workload" in truth else None
-        fig.add_trace(go.Scatter(x=t, y=p, mode="markers", marker={"size": 4, "opacity": 0.6}, name=target,
-                                 text=hover, showlegend=False), row=1, col=i)  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=t, y=p, mode="markers", marker={"size": 4, "opacity": 0.6}, name=target, text=hover, showlegend=False
+            ),
+            row=1,
+            col=i,
+        )
         lo, hi = float(np.nanmin(np.r_[t, p])), float(np.nanmax(np.r_[t, p]))
-        fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line={"dash": "dash", "color": "gray"},
-                                 showlegend=False), row=1, col=i)  # fmt: skip
+        fig.add_trace(
+            go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line={"dash": "dash", "color": "gray"}, showlegend=False),
+            row=1,
+            col=i,
+        )
         fig.update_xaxes(type="log", title_text="true", row=1, col=i)
         fig.update_yaxes(type="log", title_text="predicted", row=1, col=i)
     fig.update_layout(title=title, height=420, width=360 * len(targets))

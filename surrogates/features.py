@@ -80,10 +80,17 @@ CROSS_FEATURES = (
     "log_in_over_ifmap_sram",
     "log_weight_over_filter_sram",
     "log_out_over_ofmap_sram",
+    "log_fill_cycles",
+    "log_refetch_words",
     "log_energy_floor_pj",
 )
 FEATURES = OP_FEATURES + ARCH_FEATURES + CROSS_FEATURES
-AREA_FEATURES = ARCH_FEATURES + ("log_pe_area_mm2", "log_sram_area_mm2_per_kib", "log_alu_area_mm2")
+AREA_FEATURES = ARCH_FEATURES + (
+    "log_pe_area_mm2",
+    "log_sram_area_mm2_per_kib",
+    "log_alu_area_mm2",
+    "log_area_floor_mm2",
+)
 
 
 def _log2(x: np.ndarray | float) -> np.ndarray:
@@ -173,11 +180,15 @@ def op_table(graph: Graph) -> OpTable:
         )
         rows[key] = row
     ordered = list(rows.values())
-    columns = {
-        name: np.array([r[name] for r in ordered], dtype=bool if name == "_array" else float)
-        for name in ordered[0]
-        if name != "members"
-    } if ordered else {}
+    columns = (
+        {
+            name: np.array([r[name] for r in ordered], dtype=bool if name == "_array" else float)
+            for name in ordered[0]
+            if name != "members"
+        }
+        if ordered
+        else {}
+    )
     return OpTable(
         graph_name=graph.name,
         names=[r["members"][0] for r in ordered],
@@ -197,11 +208,11 @@ def _tech_constants(tech: str, bits: int, precision: str, ifmap: float, filt: fl
 
     node = get_tech(tech)
     fmt = "int" if precision.startswith("int") else "fp"
-    sram_pj = [node.sram_energy_pj_per_byte(kib / 2) for kib in (ifmap, filt, ofmap)]
+    sram_pj = tuple(node.sram_energy_pj_per_byte(kib / 2) for kib in (ifmap, filt, ofmap))
     return (
         node.mac_energy_pj(bits, fmt),
         node.alu_energy_pj(bits, fmt),
-        min(sram_pj),
+        sram_pj,
         node.dram_energy_pj(1.0),
         node.pe_area_mm2(bits, fmt),
         node.sram_area_mm2(1.0),
@@ -239,7 +250,8 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
     col: dict[str, list[float]] = {name: [] for name in AREA_FEATURES}
     raw: dict[str, list[float]] = {k: [] for k in ("rows", "cols", "lanes", "words_per_cycle", "freq", "bits")}
     raw.update({k: [] for k in ("ifmap_words", "filter_words", "ofmap_words", "e_mac", "e_alu", "e_sram", "e_dram")})
-    raw.update({k: [] for k in ("leak_w_per_mm2", "word_bytes", "mode")})
+    raw.update({k: [] for k in ("leak_w_per_mm2", "word_bytes", "mode", "e_sram_if", "e_sram_f", "e_sram_of")})
+    raw["area_floor"] = []
     for a in archs:
         consts = _tech_constants(a.tech, a.bits, a.precision, a.ifmap_sram_kib, a.filter_sram_kib, a.ofmap_sram_kib)
         e_mac, e_alu, e_sram, e_dram, pe_area, sram_area, alu_area, leak, node_nm = consts
@@ -261,6 +273,9 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
             "log_sram_area_mm2_per_kib": math.log2(sram_area * 1e6),
             "log_alu_area_mm2": math.log2(alu_area * 1e6),
         }
+        sram_kib = a.ifmap_sram_kib + a.filter_sram_kib + a.ofmap_sram_kib
+        area_floor = a.rows * a.cols * pe_area + sram_kib * sram_area + a.vector_lanes * alu_area
+        values["log_area_floor_mm2"] = math.log2(area_floor)
         for name in AREA_FEATURES:
             col[name].append(values[name])
         for name, value in (
@@ -275,7 +290,11 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
             ("ofmap_words", a.sram_words("ofmap")),
             ("e_mac", e_mac),
             ("e_alu", e_alu),
-            ("e_sram", e_sram * a.word_bytes),
+            ("e_sram", min(e_sram) * a.word_bytes),
+            ("e_sram_if", e_sram[0] * a.word_bytes),
+            ("e_sram_f", e_sram[1] * a.word_bytes),
+            ("e_sram_of", e_sram[2] * a.word_bytes),
+            ("area_floor", area_floor),
             ("e_dram", e_dram * a.word_bytes),
             ("leak_w_per_mm2", leak),
             ("word_bytes", a.word_bytes),
@@ -325,17 +344,38 @@ def cross_features(ops: OpTable, archs: ArchTable) -> CrossFeatures:
     array = row(o["_array"])
     compute = np.where(array, count * row_folds * col_folds * fold_len, 0.0)
     vector = np.where(array, 0.0, np.ceil(row(o["_flops"]) / col(a["_lanes"])))
-    words = row(o["_unique_in"]) + row(o["_weights"]) + row(o["_out"])
-    words = np.where(array, words, row(o["_in"]) + row(o["_out"]))
+    unique_in, weights, out = row(o["_unique_in"]), row(o["_weights"]), row(o["_out"])
+    words = np.where(array, unique_in + weights + out, row(o["_in"]) + out)
+    # capacity-aware traffic: an operand larger than half its SRAM is streamed again per fold
+    half_if, half_f = col(a["_ifmap_words"]) / 2, col(a["_filter_words"]) / 2
+    per_copy_in = unique_in / np.maximum(count, 1)
+    in_passes = np.where((df != 2) & (per_copy_in >= half_if), col_folds, 1.0)
+    filter_block = np.where(df == 0, k * np.minimum(cols, n), k * n)
+    f_passes = np.where((df == 1) | (filter_block < half_f), 1.0, np.where(df == 0, row_folds, col_folds))
+    refetch = np.where(array, unique_in * in_passes + weights * f_passes + out, words)
     words_per_cycle = col(a["_words_per_cycle"])
     unlimited = col(a["_mode"]) == DRAM_MODES.index("unlimited")
-    memory = np.where(unlimited, 0.0, words / words_per_cycle)
+    memory = np.where(unlimited, 0.0, refetch / words_per_cycle)
+    fill = np.where(
+        array,
+        (np.minimum(per_copy_in, half_if) + np.minimum(weights / np.maximum(count, 1), half_f)) / words_per_cycle,
+        0.0,
+    )
     fused = row(o["fused"]) > 0
-    roofline = np.where(fused, 0.0, np.maximum(compute + vector, memory))
+    roofline = np.where(fused, 0.0, np.maximum(compute + vector, memory) + fill)
+    # array-side SRAM accesses per dataflow (hwmodels.systolic.gemm_cost), all copies
+    sram_if = count * np.where(df == 2, k * m, m * k * col_folds)
+    sram_f = count * np.where(df == 1, k * n, np.where(df == 0, k * n * row_folds, n * k * col_folds))
+    sram_of = count * m * n * np.where(df == 0, 1.0, row_folds)
+    leak_pj_per_cycle = col(a["_leak_w_per_mm2"] * a["_area_floor"] / a["_freq"]) * 1e6
     energy_floor = (
         row(o["_macs"]) * col(a["_e_mac"])
-        + np.where(array, 0.0, row(o["_flops"]) * col(a["_e_alu"]))
-        + words * (col(a["_e_dram"]) + col(a["_e_sram"]))
+        + np.where(array, 0.0, row(o["_flops"]) * col(a["_e_alu"]) + words * col(a["_e_sram_if"]))
+        + np.where(
+            array, sram_if * col(a["_e_sram_if"]) + sram_f * col(a["_e_sram_f"]) + sram_of * col(a["_e_sram_of"]), 0.0
+        )
+        + refetch * (col(a["_e_dram"]) + np.where(array, col(a["_e_sram_if"]), 0.0))
+        + roofline * leak_pj_per_cycle
     )
     cross = {
         "log_row_folds": _log2(np.where(array, row_folds, 0.0)),
@@ -349,6 +389,8 @@ def cross_features(ops: OpTable, archs: ArchTable) -> CrossFeatures:
         "log_in_over_ifmap_sram": np.log2((row(o["_unique_in"]) + 1.0) / col(a["_ifmap_words"])),
         "log_weight_over_filter_sram": np.log2((row(o["_weights"]) + 1.0) / col(a["_filter_words"])),
         "log_out_over_ofmap_sram": np.log2((row(o["_out"]) + 1.0) / col(a["_ofmap_words"])),
+        "log_fill_cycles": _log2(fill),
+        "log_refetch_words": _log2(refetch),
         "log_energy_floor_pj": _log2(energy_floor),
     }
     blocks = []

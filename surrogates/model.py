@@ -33,14 +33,17 @@ def make_regressor(kind: str, multi_output: bool, seed: int = 0) -> Any:
 
     if kind == "gb":
         gb = HistGradientBoostingRegressor(
-            max_iter=400, learning_rate=0.08, max_leaf_nodes=63, min_samples_leaf=8, l2_regularization=1e-3,
-            early_stopping=False, random_state=seed,
-        )  # fmt: skip
+            max_iter=400,
+            learning_rate=0.08,
+            max_leaf_nodes=63,
+            min_samples_leaf=8,
+            l2_regularization=1e-3,
+            early_stopping=False,
+            random_state=seed,
+        )
         return MultiOutputRegressor(gb) if multi_output else gb
     if kind == "rf":
-        return RandomForestRegressor(
-            n_estimators=64, min_samples_leaf=2, max_features=0.6, n_jobs=2, random_state=seed
-        )
+        return RandomForestRegressor(n_estimators=64, min_samples_leaf=2, max_features=0.6, n_jobs=2, random_state=seed)
     raise UserError(f"unknown model kind {kind!r}; choose one of: {', '.join(MODEL_KINDS)}", where="--model")
 
 
@@ -54,13 +57,41 @@ def op_targets(data: pd.DataFrame) -> np.ndarray:
     )
 
 
+def op_weights(data: pd.DataFrame) -> np.ndarray:
+    """Weight each op by its share of its design's roofline cycles and energy floor (times its
+    multiplicity): a design's error is the share-weighted sum of its ops' errors."""
+    keys = [data["workload"].to_numpy(), data["design"].to_numpy()]
+    count = data["op_count"].to_numpy()
+    shares = []
+    for column in ("roofline_cycles", "energy_floor_pj"):
+        part = data[column].to_numpy() * count
+        total = pd.Series(part).groupby(keys).transform("sum").to_numpy()
+        shares.append(part / np.maximum(total, 1e-30))
+    return 0.02 + (shares[0] + shares[1]) / 2
+
+
+def area_target(designs: pd.DataFrame) -> np.ndarray:
+    """log of the design's area over the sum of its catalog building blocks."""
+    return np.log(designs["design_area_mm2"].to_numpy()) - designs["log_area_floor_mm2"].to_numpy() * np.log(2.0)
+
+
+def area_from(model: Any, area_x: np.ndarray) -> np.ndarray:
+    floor_column = feat.AREA_FEATURES.index("log_area_floor_mm2")
+    return np.exp(model.predict(area_x) + area_x[:, floor_column] * np.log(2.0))
+
+
 def versions() -> dict[str, str]:
     import sklearn
 
     import dse
 
-    return {"python": platform.python_version(), "numpy": np.__version__, "scikit-learn": sklearn.__version__,
-            "pandas": pd.__version__, "dse": dse.__version__}  # fmt: skip
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scikit-learn": sklearn.__version__,
+        "pandas": pd.__version__,
+        "dse": dse.__version__,
+    }
 
 
 @dataclass
@@ -80,10 +111,10 @@ class SurrogateModel:
     def fit(cls, data: pd.DataFrame, kind: str = "gb", seed: int = 0) -> SurrogateModel:
         """Fit on a dataset frame (``surrogates.dataset``); area on one row per design."""
         op_model = make_regressor(kind, multi_output=True, seed=seed)
-        op_model.fit(data[list(feat.FEATURES)].to_numpy(), op_targets(data))
+        op_model.fit(data[list(feat.FEATURES)].to_numpy(), op_targets(data), sample_weight=op_weights(data))
         designs = data.drop_duplicates(["workload", "design"])
         area_model = make_regressor(kind, multi_output=False, seed=seed)
-        area_model.fit(designs[list(feat.AREA_FEATURES)].to_numpy(), np.log(designs["design_area_mm2"].to_numpy()))
+        area_model.fit(designs[list(feat.AREA_FEATURES)].to_numpy(), area_target(designs))
         return cls(kind, op_model, area_model, trained_on=sorted(data["workload"].unique()))
 
     # ------------------------------------------------------------------------------------- predicting
@@ -102,9 +133,14 @@ class SurrogateModel:
         )
         sums = frame.groupby(["workload", "design"], sort=False)[["cycles", "energy_pj"]].sum().reset_index()
         firsts = data.groupby(["workload", "design"], sort=False)[[*feat.AREA_FEATURES, "freq_mhz"]].first()
-        area = np.exp(self.area_model.predict(firsts[list(feat.AREA_FEATURES)].to_numpy()))
-        return _design_metrics(sums["cycles"].to_numpy(), sums["energy_pj"].to_numpy(), area,
-                               firsts["freq_mhz"].to_numpy(), sums[["workload", "design"]])  # fmt: skip
+        area = area_from(self.area_model, firsts[list(feat.AREA_FEATURES)].to_numpy())
+        return _design_metrics(
+            sums["cycles"].to_numpy(),
+            sums["energy_pj"].to_numpy(),
+            area,
+            firsts["freq_mhz"].to_numpy(),
+            sums[["workload", "design"]],
+        )
 
     def predict_designs(
         self,
@@ -123,14 +159,18 @@ class SurrogateModel:
         shape = (cross.n_designs, cross.n_ops)
         cycles = (cycles.reshape(shape) * ops.count).sum(axis=1)
         energy = (energy.reshape(shape) * ops.count).sum(axis=1)
-        area = np.exp(self.area_model.predict(feat.area_matrix(archs)))
+        area = area_from(self.area_model, feat.area_matrix(archs))
         batch = int(getattr(graph, "meta", {}).get("batch", 1) or 1)
         return _design_metrics(cycles, energy, area, archs.columns["_freq"], batch=batch)
 
     def tree_predictions(
-        self, graph: Any, template_kind: str, points: Sequence[Mapping[str, Any]], fixed: Mapping[str, Any],
+        self,
+        graph: Any,
+        template_kind: str,
+        points: Sequence[Mapping[str, Any]],
+        fixed: Mapping[str, Any],
         ops: feat.OpTable | None = None,
-    ) -> np.ndarray:  # fmt: skip
+    ) -> np.ndarray:
         """Per-tree whole-design (latency_cycles, energy_pj, area) of a forest: (trees, points, 3).
 
         The spread across trees is the model's uncertainty; gradient boosting has none (raises).
@@ -151,7 +191,7 @@ class SurrogateModel:
                     [
                         (cycles.reshape(shape) * ops.count).sum(axis=1),
                         (energy.reshape(shape) * ops.count).sum(axis=1),
-                        np.exp(area_tree.predict(area_x)),
+                        area_from(area_tree, area_x),
                     ]
                 )
             )
@@ -173,20 +213,28 @@ class SurrogateModel:
 
         path = Path(path)
         if not path.is_file():
-            raise UserError(f"surrogate model file not found (looked for {path.resolve()}); train one with "
-                            "`dse surrogate train DATA -o MODEL.joblib`", where=str(path))  # fmt: skip
+            raise UserError(
+                f"surrogate model file not found (looked for {path.resolve()}); train one with "
+                "`dse surrogate train DATA -o MODEL.joblib`",
+                where=str(path),
+            )
         try:
             payload = joblib.load(path)
         except Exception as exc:  # a corrupt or foreign file: say which, not a traceback
-            raise UserError(f"cannot be read as a surrogate model ({type(exc).__name__}: {exc})", where=str(path)) from None
+            raise UserError(
+                f"cannot be read as a surrogate model ({type(exc).__name__}: {exc})", where=str(path)
+            ) from None
         if not isinstance(payload, dict) or payload.get("format") != FORMAT:
             raise UserError("is not a dse surrogate model; train one with `dse surrogate train`", where=str(path))
         model: SurrogateModel = payload["model"]
         expected = feat.schema()
         if model.schema != expected:
             diff = _schema_difference(model.schema, expected)
-            raise UserError(f"its feature schema does not match this version of dse ({diff}); retrain it on a "
-                            "dataset built with this version", where=str(path))  # fmt: skip
+            raise UserError(
+                f"its feature schema does not match this version of dse ({diff}); retrain it on a "
+                "dataset built with this version",
+                where=str(path),
+            )
         return model
 
 
@@ -198,9 +246,13 @@ def _schema_difference(saved: dict[str, Any], expected: dict[str, Any]) -> str:
         if old != new:
             gone = [f for f in old if f not in new]
             added = [f for f in new if f not in old]
-            return f"{key}: " + "; ".join(
-                part for part in (f"unknown {gone}" if gone else "", f"missing {added}" if added else "") if part
-            ) or f"{key} in a different order"
+            return (
+                f"{key}: "
+                + "; ".join(
+                    part for part in (f"unknown {gone}" if gone else "", f"missing {added}" if added else "") if part
+                )
+                or f"{key} in a different order"
+            )
     return "differs"
 
 
@@ -212,9 +264,13 @@ def _from_ratios(ratios: np.ndarray, roofline: np.ndarray, floor: np.ndarray) ->
 
 
 def _design_metrics(
-    cycles: np.ndarray, energy_pj: np.ndarray, area: np.ndarray, freq_mhz: np.ndarray,
-    index: pd.DataFrame | None = None, batch: int = 1,
-) -> pd.DataFrame:  # fmt: skip
+    cycles: np.ndarray,
+    energy_pj: np.ndarray,
+    area: np.ndarray,
+    freq_mhz: np.ndarray,
+    index: pd.DataFrame | None = None,
+    batch: int = 1,
+) -> pd.DataFrame:
     latency_s = cycles / (freq_mhz * 1e6)
     safe = np.where(latency_s > 0, latency_s, np.nan)
     energy_mj = energy_pj * 1e-9

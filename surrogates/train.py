@@ -28,12 +28,15 @@ def heldout_split(data: pd.DataFrame, holdout: Sequence[str]) -> tuple[pd.DataFr
     known = sorted(data["workload"].unique())
     unknown = [w for w in holdout if w not in known]
     if unknown:
-        raise UserError(f"--holdout {unknown[0]!r} is not a workload of the dataset; choose from: {', '.join(known)}",
-                        where="--holdout")  # fmt: skip
+        raise UserError(
+            f"--holdout {unknown[0]!r} is not a workload of the dataset; choose from: {', '.join(known)}",
+            where="--holdout",
+        )
     test = data["workload"].isin(list(holdout))
     if test.all():
-        raise UserError("--holdout names every workload of the dataset; leave at least one to train on",
-                        where="--holdout")  # fmt: skip
+        raise UserError(
+            "--holdout names every workload of the dataset; leave at least one to train on", where="--holdout"
+        )
     return data[~test], data[test]
 
 

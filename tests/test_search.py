@@ -39,7 +39,8 @@ def _drive(strategy, batch: int = 4, fail_dataflow: str | None = None) -> list[d
 
 def test_distribution_mapping():
     assert distribution_for(Dimension("df", "str", values=("ws", "os"))) == CategoricalDistribution(["ws", "os"])
-    assert distribution_for(Dimension("rows", "int", values=(8, 16))) == CategoricalDistribution([8, 16])
+    assert distribution_for(Dimension("rows", "int", values=(16, 8, 32))) == IntDistribution(0, 2)  # ordinal
+    assert distribution_for(Dimension("on", "bool", values=(True, False))) == CategoricalDistribution([True, False])
     assert distribution_for(Dimension("s", "int", low=16, high=512, log=True)) == IntDistribution(16, 512, log=True)
     assert distribution_for(Dimension("b", "int", low=2, high=10, step=2)) == IntDistribution(2, 10, step=2)
     assert distribution_for(Dimension("f", "float", low=0.5, high=2.0, log=True)) == FloatDistribution(
@@ -109,7 +110,7 @@ def test_constraints_and_failures_reach_the_study():
             assert trial.state == TrialState.FAIL
             continue
         assert trial.state == TrialState.COMPLETE
-        metrics = toy_metrics({**space.fixed, **trial.params})
+        metrics = toy_metrics(strategy.point_of(trial))
         violation = max(0.0, (metrics["area_mm2"] - 12.0) / 12.0)
         assert list(trial.constraints.values()) == [pytest.approx(violation)]
         assert trial.user_attrs["constraints"] == [pytest.approx(violation)]
@@ -136,10 +137,13 @@ def test_replay_feeds_history_into_a_fresh_study():
         TrialState.COMPLETE if p["dataflow"] == "ws" else TrialState.FAIL for p in history_points
     ]
     for trial in (t for t in trials if t.state == TrialState.COMPLETE):
-        area = toy_metrics({**space.fixed, **trial.params})["area_mm2"]
+        area = toy_metrics(resumed.point_of(trial))["area_mm2"]
         assert list(trial.constraints.values()) == [pytest.approx(max(0.0, (area - 12.0) / 12.0))]
-    more = _drive(resumed)  # the sampler continues after the replayed trials
-    assert len(more) == 32 and len(resumed.study.trials) == 16 + 32
+    more = _drive(resumed)  # the sampler continues after the replayed trials, with points not seen before
+    assert len(more) == 32
+    keys = [tuple(sorted(p.items())) for p in history_points + more]
+    assert len(set(keys)) == len(keys)
+    assert len(resumed.study.trials) >= 16 + 32
 
 
 def test_optuna_logging_is_quiet():
@@ -168,3 +172,58 @@ def test_float_ranges_are_sampled_as_floats():
     assert all(isinstance(p["x"], float) and 0.1 <= p["x"] <= 10.0 for p in points)
     assert all(p["dataflow"] == "ws" for p in points)
     assert len({math.log(p["x"]) for p in points}) == 6
+
+
+def _small_space():
+    from dse.space import DesignSpace
+
+    return DesignSpace(
+        (
+            Dimension("rows", "int", values=(8, 16, 32)),
+            Dimension("cols", "int", values=(8, 16)),
+            Dimension("dataflow", "str", values=("ws", "os")),
+            Dimension("sram_kib", "int", values=(64,)),
+            Dimension("freq_mhz", "int", values=(500,)),
+        )
+    )
+
+
+@pytest.mark.parametrize("name", ["nsga2", "tpe"])
+def test_samplers_propose_each_point_once_and_stop_when_the_space_is_spent(name):
+    space = _small_space()  # 12 points
+    strategy = make_strategy(_spec(name, 40, seed=3, population=4), space)
+    points = _drive(strategy, batch=3)
+    keys = [tuple(sorted(p.items())) for p in points]
+    assert len(keys) == len(set(keys)) == 12
+    assert sorted(keys) == sorted(tuple(sorted(p.items())) for p in space.grid())
+    assert strategy.ask(2) == []
+    assert all(t.state != TrialState.RUNNING for t in strategy.study.trials)  # repeats were answered, none hang
+
+
+def test_listed_numbers_are_ordinal_for_the_sampler_and_decoded_in_points():
+    space = _small_space()
+    strategy = make_strategy(_spec("tpe", 6, seed=0), space)
+    proposals = strategy.ask(6)
+    for proposal in proposals:
+        assert proposal.point["rows"] in (8, 16, 32) and proposal.point["cols"] in (8, 16)
+        assert proposal.trial.params["rows"] in (0, 1, 2)  # the index into the sorted values
+        assert strategy.point_of(proposal.trial) == proposal.point
+
+
+def test_a_repeat_of_a_pending_point_is_told_with_it():
+    space = _small_space()
+    strategy = make_strategy(_spec("tpe", 12, seed=0), space)
+    (first,) = strategy.ask(1)
+    key = tuple(first.point[name] for name in ("rows", "cols", "dataflow"))
+    twin = strategy.study.ask(strategy._distributions)  # what a sampler stuck on the pending point would give
+    strategy._twins.setdefault(key, []).append(twin)
+    strategy.tell([first], [Observation(ok=True, metrics=toy_metrics(first.point))])
+    states = {t.number: t.state for t in strategy.study.trials}
+    assert states[first.trial.number] == states[twin.number] == TrialState.COMPLETE
+
+
+def test_default_population_and_startup_follow_the_budget():
+    from dse.search import default_population, default_startup_trials
+
+    assert [default_population(b) for b in (10, 34, 100, 300, 5000)] == [8, 8, 10, 30, 50]
+    assert [default_startup_trials(b) for b in (8, 34, 100)] == [4, 8, 10]

@@ -135,3 +135,34 @@ def test_failed_transaction_leaves_nothing(tmp_path):
         assert store.count() == 0
         store.put(_record("k1", 8))
         assert store.get("k1").seq == 0
+
+
+def test_worker_side_flattening_is_stored_as_is(tmp_path):
+    """FlatMetricsEvaluator encodes layers in the worker; the store writes those bytes and reads them back."""
+    from dse.store import FlatMetricsEvaluator, decode_layers
+    from hwmodels.base import LayerMetrics, Metrics
+
+    def evaluator(point):
+        layer = LayerMetrics("conv1", "conv", 10.0 * point["rows"], 8.0, 2.0, 64, 0.5, 1.0, 0.0, extra={"folds": 3})
+        return Metrics(values={"latency_ms": 2.0}, energy_breakdown_pj={"mac": 1e9}, layers=[layer], info={})
+
+    flat = FlatMetricsEvaluator(evaluator)({"rows": 4})
+    assert flat.values == {"latency_ms": 2.0, "energy_mac_mj": pytest.approx(1.0)}
+    assert flat.exact is None
+    assert decode_layers(flat.layers_blob)[0] == evaluator({"rows": 4}).layers[0].row()
+    record = _record("e" * 64, 4)
+    record.layers_blob = flat.layers_blob
+    with Store.open(tmp_path) as store:
+        store.put(record)
+        layers = store.layers_frame("e" * 12)
+    assert layers[["layer", "cycles", "folds"]].to_dict("records") == [{"layer": "conv1", "cycles": 40.0, "folds": 3}]
+
+
+def test_store_module_stays_light_for_pool_workers():
+    """Spawned workers import dse.store (FlatMetricsEvaluator); pandas and optuna would cost them a second each."""
+    import subprocess
+    import sys
+
+    code = "import sys, dse.store; print(sorted(m for m in ('pandas', 'optuna') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
