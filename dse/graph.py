@@ -233,14 +233,23 @@ class Graph:
             kinds[op.kind.value] = kinds.get(op.kind.value, 0) + 1
         parts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
         return (
-            f"{self.name}: {len(self.ops)} ops ({parts}), {self.macs / 1e9:.3f} GMAC, "
-            f"{self.weight_bytes / 2**20:.2f} MiB weights"
+            f"{self.name}: {len(self.ops)} ops ({parts}), {_si(self.macs)}MAC, {_si(self.weight_bytes, 1024)}B weights"
         )
 
     def with_elem_bytes(self, elem_bytes: int) -> Graph:
         """The same graph with every tensor stored at ``elem_bytes`` per element."""
         tensors = {n: replace(t, elem_bytes=elem_bytes) for n, t in self.tensors.items()}
         return Graph(self.name, list(self.ops), tensors, dict(self.meta))
+
+
+def _si(value: float, base: int = 1000) -> str:
+    """4.09 G, 569 M, 4.26 k: human-sized counts for summaries (base 1024 gives Ki/Mi/Gi)."""
+    units = ["", "k", "M", "G", "T"] if base == 1000 else ["", "Ki", "Mi", "Gi", "Ti"]
+    i = 0
+    while abs(value) >= base and i < len(units) - 1:
+        value /= base
+        i += 1
+    return f"{value:.3g} {units[i]}"
 
 
 def _conv_out(size: int, k: int, stride: int, pad_lo: int, pad_hi: int, dilation: int = 1) -> int:

@@ -677,15 +677,7 @@ def _check_model_options(options: dict[str, Any], suffix: str, problems: list[tu
 
 
 def _check_surrogate(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
-    """``evaluator: surrogate`` needs a model file; ``hybrid`` may name one; the file must exist."""
-    if spec.evaluator == "surrogate" and spec.surrogate is None:
-        problems.append(
-            (
-                ("evaluator",),
-                "evaluator surrogate needs a trained model; add surrogate: MODEL.joblib "
-                "(from `dse surrogate train`) or use evaluator: hybrid, which trains on the fly",
-            )
-        )
+    """A named surrogate model file must exist (``evaluator: surrogate`` without one is refused at run time)."""
     path = spec.surrogate_path
     if path is not None and not path.is_file():
         problems.append(

@@ -64,6 +64,23 @@ INTEGRATION_OVERHEAD = 0.2
 # SRAM energy per byte is taken at the capacity of one bank of the double buffer (half the SRAM),
 # since an access activates one half only.
 _BANKS_PER_SRAM = 2
+# A unified scratchpad (``scratchpad="unified"``) is banked so the array's input, weight and output
+# streams and the DMA rarely meet in one bank; 4 banks is Gemmini's default scratchpad (``sp_banks =
+# 4``, Genc et al., DAC 2021). Its banks are a quarter of the whole, larger than a split SRAM's halves
+# (a sixth of the whole), so every access costs more: the price of one shared address space.
+_UNIFIED_BANKS = 4
+
+
+def sram_bank_kib(arch: SystolicArch) -> dict[str, float]:
+    """The bank one access to each SRAM ('ifmap' | 'filter' | 'ofmap') activates, in KiB: its energy scale."""
+    if arch.scratchpad == "unified":
+        bank = arch.scratchpad_kib / _UNIFIED_BANKS
+        return {"ifmap": bank, "filter": bank, "ofmap": bank}
+    return {
+        "ifmap": arch.ifmap_sram_kib / _BANKS_PER_SRAM,
+        "filter": arch.filter_sram_kib / _BANKS_PER_SRAM,
+        "ofmap": arch.ofmap_sram_kib / _BANKS_PER_SRAM,
+    }
 
 
 @dataclass(frozen=True)
@@ -662,9 +679,9 @@ def systolic_area_mm2(arch: SystolicArch) -> dict[str, float]:
     fmt = "int" if arch.precision.startswith("int") else "fp"
     parts = {
         "pe_array": arch.rows * arch.cols * tech.pe_area_mm2(arch.bits, fmt),
-        "sram": sum(
-            tech.sram_area_mm2(kib) for kib in (arch.ifmap_sram_kib, arch.filter_sram_kib, arch.ofmap_sram_kib)
-        ),
+        "sram": tech.sram_area_mm2(arch.scratchpad_kib)
+        if arch.scratchpad == "unified"
+        else sum(tech.sram_area_mm2(kib) for kib in (arch.ifmap_sram_kib, arch.filter_sram_kib, arch.ofmap_sram_kib)),
         "vector": arch.vector_lanes * tech.alu_area_mm2(arch.bits, fmt),
     }
     parts["overhead"] = INTEGRATION_OVERHEAD * sum(parts.values())
@@ -694,14 +711,7 @@ class SystolicModel:
         bits, wb = arch.bits, arch.word_bytes
         e_mac = tech.mac_energy_pj(bits, fmt)
         e_alu = tech.alu_energy_pj(bits, fmt)
-        e_sram = {
-            which: tech.sram_energy_pj_per_byte(kib / _BANKS_PER_SRAM)
-            for which, kib in (
-                ("ifmap", arch.ifmap_sram_kib),
-                ("filter", arch.filter_sram_kib),
-                ("ofmap", arch.ofmap_sram_kib),
-            )
-        }
+        e_sram = {which: tech.sram_energy_pj_per_byte(kib) for which, kib in sram_bank_kib(arch).items()}
         e_sram_vec = e_sram["ifmap"]  # vector ops stage through the ifmap/ofmap SRAMs
         area = systolic_area_mm2(arch)
         area_total = sum(area.values())
@@ -873,6 +883,7 @@ def _arch_key(arch: SystolicArch) -> tuple:
         arch.tech,
         arch.vector_lanes,
         arch.dram_mode,
+        arch.scratchpad,
     )
 
 

@@ -317,7 +317,13 @@ class _SlotModel:
             for j, lits in by_operand.items():
                 m.Add(sum(lits) == self.res[tensors[j]])
             self.y.append(options)
-            objective.append(cp_model.LinearExpr.WeightedSum([v for v, _ in cost_terms], [w for _, w in cost_terms]))
+            # exactly one option: its cheapest cost is a constant and the rest a non-negative excess, which
+            # hands CP-SAT the per-unit floor as its first bound instead of leaving it to the LP
+            floor = min((w for _, w in cost_terms), default=0)
+            objective.append(floor)
+            objective.append(
+                cp_model.LinearExpr.WeightedSum([v for v, _ in cost_terms], [w - floor for _, w in cost_terms])
+            )
             staging.append((stage_terms, max((w for _, w in stage_terms), default=0)))
         for t in problem.eligible:
             load = problem.input_load_cost(t)
@@ -326,10 +332,16 @@ class _SlotModel:
 
         for q in range(n):
             terms = []
+            lives: list[tuple[int, cp_model.LinearExprT]] = []
             for t, size in problem.eligible.items():
                 live = self._live(t, q)
                 if live is not None:
                     terms.append(size * live)
+                    lives.append((size, live))
+            least_staged = sum(
+                min((w for _, w in staging[u][0]), default=0) for u in range(n) if self.lo[u] == self.hi[u] == q
+            )
+            self._cover_cuts(lives, cap - least_staged)
             for u in range(n):
                 if not (self.lo[u] <= q <= self.hi[u]):
                     continue
@@ -348,6 +360,26 @@ class _SlotModel:
         m.Minimize(sum(objective))
         if hint is not None:
             self._hint(hint)
+
+    def _cover_cuts(self, lives: list[tuple[int, cp_model.LinearExprT]], room: int) -> None:
+        """Cardinality cuts on the tensors that may be live in one slot: the LP of ``sum(size * live) <=
+        room`` lets fractions of large tensors through (two 0.8-room tensors count as 1.6 of 2), so add
+        that at most one tensor larger than half the room fits, and at most K of them all fit, K the
+        most of the smallest sizes that fit together. Valid for every schedule; they close the bound
+        where a few large activations compete for one slot (ResNet's residual adds)."""
+        if len(lives) < 2:
+            return
+        big = [live for size, live in lives if 2 * size > room]
+        if len(big) > 1:
+            self.model.Add(sum(big) <= 1)
+        fits, used = 0, 0
+        for size in sorted(size for size, _ in lives):
+            if used + size > room:
+                break
+            used += size
+            fits += 1
+        if fits < len(lives) and fits > 1:
+            self.model.Add(sum(live for _, live in lives) <= fits)
 
     def _pos(self, u: int):
         if self.lo[u] == self.hi[u]:

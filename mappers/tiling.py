@@ -122,8 +122,17 @@ class TileTarget:
         return dict(self.role_memory)[role]
 
 
+UNIFIED_MEMORY = "scratchpad"
+
+
 def target_of(arch: Arch) -> TileTarget:
-    """The tiler's view of a systolic arch (three SRAMs: ifmap stages inputs and holds residents)."""
+    """The tiler's view of a systolic arch.
+
+    ``split`` (SCALE-Sim's organisation): three SRAMs; the ifmap SRAM stages inputs and holds resident
+    tensors, because it is the only one feeding the array's input edge (the ofmap SRAM drains only to
+    DRAM), while weights and outputs stage in their own SRAMs. ``unified``: one scratchpad every array
+    port and the DMA reach, so every tile and every resident tensor shares its one address space.
+    """
     needed = ("rows", "cols", "dataflow", "vector_lanes", "word_bytes", "ifmap_sram_kib", "filter_sram_kib")
     missing = [n for n in needed if not hasattr(arch, n)]
     if missing:
@@ -132,6 +141,17 @@ def target_of(arch: Arch) -> TileTarget:
             f"{type(arch).__name__} lacks {', '.join(missing)}"
         )
     a = arch
+    if getattr(a, "scratchpad", "split") == "unified":
+        return TileTarget(
+            rows=a.rows,  # type: ignore[attr-defined]
+            cols=a.cols,  # type: ignore[attr-defined]
+            dataflow=a.dataflow,  # type: ignore[attr-defined]
+            vector_lanes=a.vector_lanes,  # type: ignore[attr-defined]
+            word_bytes=a.word_bytes,  # type: ignore[attr-defined]
+            capacities=((UNIFIED_MEMORY, int(round(a.scratchpad_kib * 1024))),),  # type: ignore[attr-defined]
+            role_memory=tuple((role, UNIFIED_MEMORY) for role in (ROLE_INPUT, ROLE_WEIGHT, ROLE_OUTPUT)),
+            resident_memory=UNIFIED_MEMORY,
+        )
     caps = (
         ("ifmap_sram", int(a.ifmap_sram_kib * 1024)),  # type: ignore[attr-defined]
         ("filter_sram", int(a.filter_sram_kib * 1024)),  # type: ignore[attr-defined]
@@ -343,10 +363,10 @@ def cost_model(arch: Arch, objective: str) -> CostModel:
     if objective == "latency":
         return CostModel(objective, bpc)
     from hwmodels.catalog import get_tech
-    from hwmodels.systolic import systolic_area_mm2
+    from hwmodels.systolic import sram_bank_kib, systolic_area_mm2
 
     tech = get_tech(arch.tech)  # type: ignore[attr-defined]
-    kib = arch.ifmap_sram_kib / 2  # type: ignore[attr-defined]
+    kib = sram_bank_kib(arch)["ifmap"]  # type: ignore[arg-type]
     leak_w = tech.leakage_w(sum(systolic_area_mm2(arch).values()))  # type: ignore[arg-type]
     return CostModel(
         objective,
@@ -512,14 +532,41 @@ def _front_2d(size: np.ndarray, cost: np.ndarray) -> np.ndarray:
     return order[improves]
 
 
-def enumerate_candidates(nest: LoopNest, target: TileTarget, model: CostModel) -> Candidates:
-    """Every tile x loop order on the grid, costed in closed form, then pruned.
+@dataclass(frozen=True)
+class _GridTables:
+    """The arch-independent part of a nest's enumeration: tile sizes per grid point and, per operand,
+    the bytes of one sweep (halo rows included) and of its largest tile."""
 
-    A candidate survives if, in some residency mode of its activation operands, no other candidate
-    both stages fewer bytes in the resident scratchpad and scores better; every other candidate is
-    dominated in every mode, so dropping it never loses an optimum. Candidates whose weight or output
-    tile cannot fit its own scratchpad are dropped (nothing else ever shares those).
-    """
+    names: tuple[str, ...]
+    values: tuple[tuple[int, ...], ...]
+    grid: np.ndarray  # [count, loops] index into values
+    tile: dict[str, np.ndarray]
+    trips: dict[str, np.ndarray]
+    sweep: tuple[np.ndarray, ...]
+    one: tuple[np.ndarray, ...]
+    orders: tuple[tuple[str, ...], ...]
+
+    @property
+    def count(self) -> int:
+        return int(self.grid.shape[0])
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """(grid point, loop order) columns with their costs; ordered loop-order-major, then grid point."""
+
+    grid_of: np.ndarray
+    order_of: np.ndarray
+    footprint: np.ndarray  # [operands, n] float
+    traffic: np.ndarray  # [operands, n] float
+    psum: np.ndarray
+    cycles: np.ndarray
+    sram: np.ndarray
+
+
+@functools.lru_cache(maxsize=1024)
+def _grid_tables_cached(key: _NestKey) -> _GridTables:
+    nest = key.nest()
     names = tuple(lp.name for lp in nest.loops)
     max_trips = _VECTOR_MAX_TRIPS if nest.kind == "vector" else None
     per_loop = _VALUES_PER_LOOP.get(len(names), 5)
@@ -532,8 +579,6 @@ def enumerate_candidates(nest: LoopNest, target: TileTarget, model: CostModel) -
     tile = {nm: np.array(v, dtype=np.float64)[grid[:, i]] for i, (nm, v) in enumerate(zip(names, values))}
     extent = {lp.name: lp.extent for lp in nest.loops}
     trips = {nm: np.ceil(extent[nm] / tile[nm]) for nm in names}
-
-    # per operand: bytes over one sweep (halo rows included) and bytes of its largest tile
     sweep, one = [], []
     for o in nest.operands:
         tot = np.full(count, float(o.base))
@@ -551,16 +596,35 @@ def enumerate_candidates(nest: LoopNest, target: TileTarget, model: CostModel) -
                 big = big * tile[nm]
         sweep.append(np.ceil(tot))
         one.append(np.ceil(big))
+    orders = tuple(itertools.permutations(names)) or ((),)
+    return _GridTables(names, tuple(map(tuple, values)), grid, tile, trips, tuple(sweep), tuple(one), orders)
 
-    cycles, sram = _grid_cycles(nest, target, names, extent, tile, count, sweep)
 
-    out_idx = [j for j, o in enumerate(nest.operands) if o.role == ROLE_OUTPUT][0]
-    orders = list(itertools.permutations(names)) or [()]
+@functools.lru_cache(maxsize=4096)
+def _grid_cycles_cached(
+    key: _NestKey, rows: int, cols: int, dataflow: str, word_bytes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Compute cycles and array-side SRAM words per grid point of a nest shape on one array."""
+    nest = key.nest()
+    tables = _grid_tables_cached(key)
+    extent = {lp.name: lp.extent for lp in nest.loops}
+    return _grid_cycles(nest, (rows, cols, dataflow, word_bytes), tables.names, extent, tables.tile, list(tables.sweep))
+
+
+def _expand(nest: LoopNest, tables: _GridTables, points: np.ndarray, cycles: np.ndarray, sram: np.ndarray) -> _Columns:
+    """Cost every loop order of the grid points ``points``: footprints (doubled when a tile reloads)
+    and traffic (one sweep times the re-fetch factor of the loops outside it that do not index it)."""
+    count = len(points)
+    trips = {nm: t[points] for nm, t in tables.trips.items()}
+    n_orders = len(tables.orders)
     n_ops = len(nest.operands)
-    fp = np.zeros((n_ops, count * len(orders)))
-    tr = np.zeros((n_ops, count * len(orders)))
-    psum = np.zeros(count * len(orders))
-    for order_id, order in enumerate(orders):
+    out_idx = [j for j, o in enumerate(nest.operands) if o.role == ROLE_OUTPUT][0]
+    fp = np.zeros((n_ops, count * n_orders))
+    tr = np.zeros((n_ops, count * n_orders))
+    psum = np.zeros(count * n_orders)
+    one = [v[points] for v in tables.one]
+    sweep = [v[points] for v in tables.sweep]
+    for order_id, order in enumerate(tables.orders):
         at = slice(order_id * count, (order_id + 1) * count)
         for j, o in enumerate(nest.operands):
             # the operand's tile changes with its innermost indexing loop that takes more than one
@@ -581,78 +645,171 @@ def enumerate_candidates(nest: LoopNest, target: TileTarget, model: CostModel) -
             tr[j, at] = sweep[j] * refetch
             if j == out_idx:
                 psum[at] = sweep[j] * (refetch - 1)
-    grid_of = np.tile(np.arange(count), len(orders))
-    order_of = np.repeat(np.arange(len(orders)), count)
-    cyc = cycles[grid_of]
-    srm = sram[grid_of]
+    grid_of = np.tile(points, n_orders)
+    order_of = np.repeat(np.arange(n_orders), count)
+    return _Columns(grid_of, order_of, fp, tr, psum, cycles[grid_of], sram[grid_of])
 
-    ok = np.ones(fp.shape[1], dtype=bool)
+
+def _own_memory_fits(nest: LoopNest, target: TileTarget, footprint: np.ndarray) -> np.ndarray:
+    """Columns whose weight and output tiles fit their own scratchpads (those not shared with residents)."""
+    ok = np.ones(footprint.shape[1], dtype=bool)
     for role in (ROLE_WEIGHT, ROLE_OUTPUT):
         memory = target.memory_of(role)
         rows = [j for j, o in enumerate(nest.operands) if o.role == role]
         if rows and memory != target.resident_memory:
-            ok &= fp[rows].sum(axis=0) <= target.capacity(memory)
-    if not ok.any():
-        _raise_unfit(nest, target, fp)
-    keep = np.flatnonzero(ok)
-    fp_i = fp[:, keep].astype(np.int64)
-    tr_i = tr[:, keep].astype(np.int64)
-    ps_i = psum[keep].astype(np.int64)
-    cyc_i = cyc[keep].astype(np.int64)
-    srm_i = srm[keep].astype(np.int64)
+            ok &= footprint[rows].sum(axis=0) <= target.capacity(memory)
+    return ok
+
+
+def enumerate_candidates(nest: LoopNest, target: TileTarget, model: CostModel) -> Candidates:
+    """Every tile x loop order on the grid, costed in closed form, then pruned.
+
+    A candidate survives if, in some residency mode of its activation operands, no other candidate
+    both stages fewer bytes in the resident scratchpad and scores better; every other candidate is
+    dominated in every mode, so dropping it never loses an optimum. Candidates whose weight or output
+    tile cannot fit its own scratchpad are dropped (nothing else ever shares those).
+
+    Only tiles within ``CYCLE_SLACK`` of the fastest compete on the fronts, so the loop orders are
+    costed for those grid points alone (a few per cent of the grid); the whole grid is costed only
+    when a mode needs its last-resort smallest tile. The grid and the per-tile cycles are cached per
+    nest shape and per array, so a new scratchpad size re-prunes and nothing else.
+    """
+    key = _NestKey.of(_nameless(nest))
+    tables = _grid_tables_cached(key)
+    cycles, sram = _grid_cycles_cached(key, target.rows, target.cols, target.dataflow, target.word_bytes)
+    # a tile fits its own scratchpads in some loop order only if its single (not double) buffers do
+    once = np.vstack(tables.one) if tables.one else np.zeros((0, tables.count))
+    can_fit = _own_memory_fits(nest, target, once)
+    if not can_fit.any():
+        full = _expand(nest, tables, np.arange(tables.count), cycles, sram)
+        _raise_unfit(nest, target, full.footprint)
+    floor = cycles[can_fit].min()
+    while True:  # at most twice: the fastest fitting column may be slower than the fastest single-buffer fit
+        points = np.flatnonzero(can_fit & (cycles <= CYCLE_SLACK * floor))
+        cols = _expand(nest, tables, points, cycles, sram)
+        ok = _own_memory_fits(nest, target, cols.footprint)
+        if not ok.any():
+            cols = _expand(nest, tables, np.arange(tables.count), cycles, sram)
+            ok = _own_memory_fits(nest, target, cols.footprint)
+            if not ok.any():
+                _raise_unfit(nest, target, cols.footprint)
+            break
+        fastest = cols.cycles[ok].min()
+        if fastest <= floor:
+            break
+        floor = fastest
+    fast_cols = _take(cols, np.flatnonzero(ok))
+    fast = np.flatnonzero(fast_cols.cycles <= CYCLE_SLACK * fast_cols.cycles.min())
+    fast_cols = _take(fast_cols, fast)
     roles = tuple(o.role for o in nest.operands)
+    cap = target.capacity(target.resident_memory)
+    picks: list[_Columns] = []
     chosen: set[int] = set()
+    fp_i = fast_cols.footprint.astype(np.int64)
+    full_cols: _Columns | None = None
     for mode in residency_modes(nest):
-        staged = np.zeros(len(keep), dtype=np.int64)
-        for j in staged_operands(nest, target, mode):
-            staged = staged + fp_i[j]
-        traffic = mode_traffic(tr_i, ps_i, roles, mode, 0)
-        score = mode_cost(traffic, cyc_i, srm_i, target.word_bytes, model)
-        # ties on score go to fewer cycles, then less traffic: fold them into one sortable key
-        tie = np.lexsort((traffic, cyc_i, score))
-        rank = np.empty(len(keep), dtype=np.int64)
-        rank[tie] = np.arange(len(keep))
-        # a tile that slows the op's compute more than CYCLE_SLACK-fold is offered only as the last
-        # resort, when no faster tile fits the scratchpad in this mode: no schedule should buy DRAM
-        # bytes with an array that mostly fills and drains, but a tight scratchpad must get a tile
-        fast = np.flatnonzero(cyc_i <= CYCLE_SLACK * cyc_i.min())
-        chosen.update(int(fast[i]) for i in _front_2d(staged[fast], rank[fast]))
-        if staged[fast].min() > target.capacity(target.resident_memory):
-            smallest = np.flatnonzero(staged == staged.min())
-            chosen.add(int(smallest[np.argmin(rank[smallest])]))
-    picked = np.array(sorted(chosen), dtype=np.int64)
-    picked = picked[np.lexsort((cyc_i[picked], tr_i[:, picked].sum(axis=0)))]
-    rows_of = keep[picked]
+        staged = _staged(nest, target, mode, fp_i)
+        rank = _rank(fast_cols, roles, mode, target, model)
+        chosen.update(int(i) for i in _front_2d(staged, rank))
+        if staged.min() > cap:
+            # a tile that slows the op's compute more than CYCLE_SLACK-fold is offered only as the last
+            # resort, when no faster tile fits the scratchpad in this mode: no schedule should buy DRAM
+            # bytes with an array that mostly fills and drains, but a tight scratchpad must get a tile
+            if full_cols is None:
+                every = _expand(nest, tables, np.arange(tables.count), cycles, sram)
+                full_cols = _take(every, np.flatnonzero(_own_memory_fits(nest, target, every.footprint)))
+            staged_all = _staged(nest, target, mode, full_cols.footprint.astype(np.int64))
+            rank_all = _rank(full_cols, roles, mode, target, model)
+            smallest = np.flatnonzero(staged_all == staged_all.min())
+            picks.append(_take(full_cols, smallest[[np.argmin(rank_all[smallest])]]))
+    picks.insert(0, _take(fast_cols, np.array(sorted(chosen), dtype=np.int64)))
+    merged = _dedupe(_concat(picks), tables.count)
+    fp = merged.footprint.astype(np.int64)
+    tr = merged.traffic.astype(np.int64)
+    cyc = merged.cycles.astype(np.int64)
+    order = np.lexsort((cyc, tr.sum(axis=0)))
+    rows_grid = tables.grid[merged.grid_of[order]]
+    tiles = np.zeros((len(order), len(tables.names)), dtype=np.int64)
+    for i, sizes in enumerate(tables.values):
+        tiles[:, i] = np.asarray(sizes, dtype=np.int64)[rows_grid[:, i]]
     return Candidates(
         nest=nest,
-        loop_names=names,
-        tiles=np.array(
-            [[values[i][g] for i, g in enumerate(grid[grid_of[r]])] for r in rows_of], dtype=np.int64
-        ).reshape(len(rows_of), len(names)),
-        orders=tuple(tuple(orders[order_of[r]]) for r in rows_of),
-        footprint=fp_i[:, picked],
-        traffic=tr_i[:, picked],
-        psum_reads=ps_i[picked],
-        cycles=cyc_i[picked],
-        sram_words=srm_i[picked],
+        loop_names=tables.names,
+        tiles=tiles,
+        orders=tuple(tables.orders[k] for k in merged.order_of[order]),
+        footprint=fp[:, order],
+        traffic=tr[:, order],
+        psum_reads=merged.psum[order].astype(np.int64),
+        cycles=cyc[order],
+        sram_words=merged.sram[order].astype(np.int64),
     )
+
+
+def _staged(nest: LoopNest, target: TileTarget, mode: tuple[bool, ...], footprint: np.ndarray) -> np.ndarray:
+    staged = np.zeros(footprint.shape[1], dtype=np.int64)
+    for j in staged_operands(nest, target, mode):
+        staged = staged + footprint[j]
+    return staged
+
+
+def _rank(cols: _Columns, roles: tuple[str, ...], mode: tuple[bool, ...], target: TileTarget, model: CostModel):
+    """Each column's place in (score, then fewer cycles, then less traffic) order in one residency mode."""
+    traffic = mode_traffic(cols.traffic.astype(np.int64), cols.psum.astype(np.int64), roles, mode, 0)
+    cyc = cols.cycles.astype(np.int64)
+    score = mode_cost(traffic, cyc, cols.sram.astype(np.int64), target.word_bytes, model)
+    tie = np.lexsort((traffic, cyc, score))
+    rank = np.empty(len(tie), dtype=np.int64)
+    rank[tie] = np.arange(len(tie))
+    return rank
+
+
+def _take(cols: _Columns, idx: np.ndarray) -> _Columns:
+    return _Columns(
+        cols.grid_of[idx],
+        cols.order_of[idx],
+        cols.footprint[:, idx],
+        cols.traffic[:, idx],
+        cols.psum[idx],
+        cols.cycles[idx],
+        cols.sram[idx],
+    )
+
+
+def _concat(parts: list[_Columns]) -> _Columns:
+    return _Columns(
+        np.concatenate([p.grid_of for p in parts]),
+        np.concatenate([p.order_of for p in parts]),
+        np.concatenate([p.footprint for p in parts], axis=1),
+        np.concatenate([p.traffic for p in parts], axis=1),
+        np.concatenate([p.psum for p in parts]),
+        np.concatenate([p.cycles for p in parts]),
+        np.concatenate([p.sram for p in parts]),
+    )
+
+
+def _dedupe(cols: _Columns, count: int) -> _Columns:
+    """One column per (grid point, loop order), in loop-order-major then grid-point order."""
+    _, first = np.unique(cols.order_of * count + cols.grid_of, return_index=True)
+    return _take(cols, first)
 
 
 def _grid_cycles(
     nest: LoopNest,
-    target: TileTarget,
+    array: tuple[int, int, str, int],
     names: tuple[str, ...],
     extent: dict[str, int],
     tile: dict[str, np.ndarray],
-    count: int,
     sweep: list[np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
     """Compute cycles and array-side SRAM words per grid point: the fold model summed over the
-    full and edge tile shapes of every loop (vector ops: lanes-limited, independent of the tile)."""
+    full and edge tile shapes of every loop (vector ops: lanes-limited, independent of the tile).
+    ``array`` is (rows, cols, dataflow, word bytes)."""
+    rows, cols, dataflow, word_bytes = array
+    count = len(sweep[0]) if sweep else 1
     if nest.kind != "array":
         sram = np.zeros(count)
         for tot in sweep:
-            sram += tot / target.word_bytes
+            sram += tot / word_bytes
         return np.full(count, float(nest.vector_cycles)), sram
     cycles = np.zeros(count)
     sram = np.zeros(count)
@@ -673,7 +830,7 @@ def _grid_cycles(
                     val = val * size[nm]
             return val
 
-        c, s = _fold_cost(axis("M"), axis("K"), axis("N"), target.rows, target.cols, target.dataflow)
+        c, s = _fold_cost(axis("M"), axis("K"), axis("N"), rows, cols, dataflow)
         copies = axis("copies")
         cycles += weight * copies * c
         sram += weight * copies * s
@@ -748,8 +905,10 @@ def candidates_for(graph: Graph, unit: Unit, target: TileTarget, model: CostMode
 
 
 def clear_candidate_cache() -> None:
-    """Forget cached candidates (for timing the enumeration)."""
+    """Forget cached candidates, tile grids and per-array cycles (for timing a cold enumeration)."""
     _candidate_cache.cache_clear()
+    _grid_tables_cached.cache_clear()
+    _grid_cycles_cached.cache_clear()
 
 
 # ---------------------------------------------------------------------------------------------------

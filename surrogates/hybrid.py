@@ -498,5 +498,11 @@ def wrap_evaluator(spec: Any, graph: Any, exact: Any) -> Any:
         )
     model_path = str(spec.surrogate_path) if spec.surrogate_path is not None else None
     if spec.evaluator == "surrogate":
+        if model_path is None:
+            raise UserError(
+                "evaluator surrogate needs a trained model; add surrogate: MODEL.joblib (from `dse surrogate "
+                "train`) or use evaluator: hybrid, which trains on the fly",
+                where=spec.locate("evaluator"),
+            )
         return SurrogateEvaluator(graph, spec.template.kind, dict(exact.fixed), model_path)
     return HybridEvaluator(exact, model_path=model_path, seed=spec.search.seed)

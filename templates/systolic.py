@@ -15,6 +15,16 @@ vector unit. How a SCALE-Sim run maps onto these parameters:
   drain at ``cols`` words/cycle.
 - ``dram_mode="shared"`` (the default, not in SCALE-Sim) is the physical case: one DRAM channel of
   ``dram_gbps`` shared by the three streams.
+
+``scratchpad`` says how the on-chip SRAM is organised. ``split`` (the default, SCALE-Sim's): three
+SRAMs, the ifmap SRAM feeding the array's left edge, the filter SRAM its top edge, the ofmap SRAM taking
+its outputs and draining to DRAM; no path from the ofmap SRAM back into the array. ``unified``: one
+scratchpad of ``sram_kib`` with one address space, banked so the array's input, weight and output
+streams and the DMA each get a port (as Gemmini's scratchpad, a TPU's unified buffer or most NPUs'
+shared buffer): an op's output tiles land in the scratchpad and the next op reads them from there.
+The tiling mappers place every buffer anywhere in it; the fold mapper (the SCALE-Sim model) uses it
+as three equal static partitions (``ifmap_sram_kib`` etc. are a third each), which a unified
+scratchpad can always do, so fold figures are the split ones. Bank conflicts are not modelled.
 """
 
 from __future__ import annotations
@@ -28,12 +38,13 @@ from templates.base import Arch, Param, Template, TemplateError
 PRECISIONS: dict[str, int] = {"int8": 8, "int16": 16, "fp16": 16, "bf16": 16, "fp32": 32}
 DATAFLOWS = ("ws", "os", "is")
 DRAM_MODES = ("shared", "per_operand", "unlimited")
+SCRATCHPADS = ("split", "unified")
 DEFAULT_TECH = "asic-28nm"
 
 
 @dataclass(frozen=True)
 class SystolicArch(Arch):
-    """One systolic design. SRAM sizes are per buffer, in KiB."""
+    """One systolic design. SRAM sizes are per buffer, in KiB (for a unified scratchpad: a third of it each)."""
 
     kind: ClassVar[str] = "systolic"
 
@@ -49,6 +60,12 @@ class SystolicArch(Arch):
     tech: str
     vector_lanes: int
     dram_mode: str = "shared"
+    scratchpad: str = "split"
+
+    @property
+    def scratchpad_kib(self) -> float:
+        """All on-chip SRAM together: the size of a unified scratchpad."""
+        return self.ifmap_sram_kib + self.filter_sram_kib + self.ofmap_sram_kib
 
     @property
     def bits(self) -> int:
@@ -101,11 +118,24 @@ class SystolicTemplate(Template):
             Param("tech", "str", DEFAULT_TECH, "technology name from hwmodels.catalog"),
             Param("vector_lanes", "int", 0, "SIMD lanes for non-MAC ops (0 = cols)", low=0, high=65536),
             Param("dram_mode", "str", "shared", "how the three streams share DRAM", choices=DRAM_MODES),
+            Param(
+                "scratchpad",
+                "str",
+                "split",
+                "SRAM organisation: split (ifmap/filter/ofmap, SCALE-Sim) or unified (one scratchpad of sram_kib)",
+                choices=SCRATCHPADS,
+            ),
         ]
 
     def instantiate(self, point: Mapping[str, Any]) -> SystolicArch:
         v = self.resolve(point)
         individual = [n for n in ("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib") if v[n] is not None]
+        if v["scratchpad"] == "unified" and individual:
+            raise TemplateError(
+                f"a unified scratchpad has one size: give sram_kib instead of {', '.join(individual)} "
+                "(per-buffer sizes belong to scratchpad=split)",
+                individual[0],
+            )
         if v["sram_kib"] is not None:
             if individual:
                 raise TemplateError(
@@ -144,4 +174,5 @@ class SystolicTemplate(Template):
             tech=v["tech"],
             vector_lanes=lanes,
             dram_mode=v["dram_mode"],
+            scratchpad=v["scratchpad"],
         )

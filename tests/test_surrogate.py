@@ -170,9 +170,10 @@ def test_cli_dataset_train_eval(tmp_path: Path, capsys):
     assert main(["surrogate", "train", str(data), "-o", str(model), "--model", "svm"]) == 2
 
 
-def test_spec_surrogate_needs_an_existing_model_file(tmp_path: Path):
-    with pytest.raises(SpecError, match="evaluator surrogate needs a trained model"):
-        make_spec(tmp_path, "surrogate")
+def test_spec_surrogate_needs_an_existing_model_file(tmp_path: Path, capsys):
+    spec = make_spec(tmp_path, "surrogate")
+    assert main(["explore", str(spec.path), "-o", str(tmp_path / "run"), "-q"]) == 2
+    assert "evaluator surrogate needs a trained model" in capsys.readouterr().err
     with pytest.raises(SpecError, match=r"spec.yaml:\d+: surrogate: model file 'nope.joblib' not found"):
         make_spec(tmp_path, "surrogate", "surrogate: nope.joblib")
 

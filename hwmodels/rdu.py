@@ -1,0 +1,141 @@
+"""The RDU performance, energy and area model: a section plan on an RduArch -> Metrics.
+
+Latency, energy and traffic come from ``mappers.rdu.plan_cost`` (the function the CP-SAT model linearises),
+so the mapper's objective and the reported metrics agree exactly. Energy: every FLOP at the technology
+catalog's MAC price (a MAC = 2 FLOPs), every byte at its tier's price (PMU SRAM by PMU size, HBM/DDR per
+bit from the DRAM table), plus leakage of the whole die over the latency.
+
+Area: Plasticine's published per-tile areas at 28 nm (``hwmodels.rdu_catalog``), a PCU scaled by its
+lanes x stages over Plasticine's 16 x 6, a PMU split into its SRAM (re-sized with the catalog's bitcell
+area) and the rest, the rest of the die (switches, address generators) as Plasticine's per-tile share,
+and all logic carried to the target node with the catalog's area scaling. The SSM extension adds SSM-RDU's
+< 1 % (taken as 1 %).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hwmodels.base import LayerMetrics, Metrics
+from hwmodels.catalog import get_tech
+from hwmodels.rdu_catalog import (
+    PLASTICINE_NODE,
+    PLASTICINE_PCU_AREA_MM2,
+    PLASTICINE_PCU_LANES_X_STAGES,
+    PLASTICINE_PMU_AREA_MM2,
+    PLASTICINE_PMU_KIB,
+    PLASTICINE_TILES,
+    PLASTICINE_TOTAL_AREA_MM2,
+    SSM_EXTENSION_AREA_FRACTION,
+)
+from mappers.base import Mapping
+from mappers.rdu import build_problem, plan_cost
+from templates.rdu import PRECISION_BITS, RduArch
+
+
+def compute_pj_per_flop(arch: RduArch) -> float:
+    """Half a MAC at the arch's precision and node (bf16 priced as fp16)."""
+    tech = get_tech(arch.tech)
+    bits = PRECISION_BITS[arch.precision]
+    if arch.precision in ("fp16", "bf16"):
+        return tech.mac_energy_pj(16, "fp") / 2
+    if arch.precision == "fp32":
+        return tech.mac_energy_pj(32, "fp") / 2
+    return tech.mac_energy_pj(min(bits, 16), "int") / 2
+
+
+def rdu_area_mm2(arch: RduArch) -> dict[str, float]:
+    """Area by component (mm^2) and ``total``, from Plasticine's 28 nm breakdown scaled to ``arch``."""
+    base, tech = get_tech(PLASTICINE_NODE), get_tech(arch.tech)
+    logic_scale = tech.area_scale.value / base.area_scale.value
+    pcu = PLASTICINE_PCU_AREA_MM2.value * (arch.pcu_lanes * arch.pcu_stages / PLASTICINE_PCU_LANES_X_STAGES)
+    pmu_logic = PLASTICINE_PMU_AREA_MM2.value - base.sram_area_mm2(PLASTICINE_PMU_KIB)
+    other = (
+        PLASTICINE_TOTAL_AREA_MM2.value - PLASTICINE_TILES * (PLASTICINE_PCU_AREA_MM2.value + PLASTICINE_PMU_AREA_MM2.value)
+    ) / PLASTICINE_TILES  # switches, address generators, controllers per tile
+    parts = {
+        "pcu": arch.pcus * pcu * logic_scale,
+        "pmu_sram": arch.pmus * tech.sram_area_mm2(arch.pmu_kib),
+        "pmu_logic": arch.pmus * pmu_logic * logic_scale,
+        "interconnect": max(arch.pcus, arch.pmus) * other * logic_scale,
+    }
+    if arch.ssm_ext:
+        parts["ssm_ext"] = SSM_EXTENSION_AREA_FRACTION.value * (parts["pcu"] + parts["pmu_sram"] + parts["pmu_logic"])
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+class RduModel:
+    """Section-pipeline latency, tiered traffic energy and Plasticine-scaled area for an RduArch."""
+
+    name = "rdu_sections"
+
+    def evaluate(self, mapping: Mapping, arch: RduArch) -> Metrics:  # type: ignore[override]
+        problem = build_problem(mapping.graph, arch, mapping.solver.get("objective_name", "latency"))
+        plan = mapping.solver["plan"]
+        cost = plan_cost(problem, plan)
+        seconds = cost.latency_ps * 1e-12
+        clock_hz = arch.clock_mhz * 1e6
+        area = rdu_area_mm2(arch)
+        energy_pj = {k: v / 1000 for k, v in cost.energy_parts_fj.items()}
+        energy_mj = sum(energy_pj.values()) * 1e-9
+        latency_ms = seconds * 1e3
+        peak = arch.peak_tflops * 1e12
+        flops = mapping.graph.flops
+        busy = sum(s.pcus * (s.seconds_ps + problem.reconfig_ps) for s in cost.sections)
+        pcu_occupancy = busy / (arch.pcus * cost.latency_ps) if cost.latency_ps else 0.0
+        power_w = energy_mj * 1e-3 / seconds if seconds > 0 else 0.0
+        section_of = {i: s for s, sec in enumerate(cost.sections) for i in range(sec.first, sec.last + 1)}
+        layers = []
+        for i, op in enumerate(mapping.graph.ops):
+            om = mapping.ops[op.name]
+            op_s = cost.op_ps[i] * 1e-12
+            util = op.flops / (op_s * 2 * om.extra["pcus"] * arch.macs_per_pcu_cycle * clock_hz) if op_s > 0 else 0.0
+            extra: dict[str, Any] = {
+                "section": section_of[i],
+                "pcus": om.extra["pcus"],
+                "pmus": om.extra["pmus"],
+                "tiers": ",".join(f"{k}={v}" for k, v in om.extra["tiers"].items()),
+            }
+            layers.append(
+                LayerMetrics(
+                    layer=op.name,
+                    kind=op.kind.value,
+                    cycles=cost.op_ps[i] * 1e-12 * clock_hz,
+                    compute_cycles=cost.op_ps[i] * 1e-12 * clock_hz,
+                    stall_cycles=0.0,
+                    macs=op.macs,
+                    utilization=min(1.0, util),
+                    dram_read_bytes=0.0,
+                    dram_write_bytes=0.0,
+                    extra=extra,
+                )
+            )
+        values = {
+            "latency_ms": latency_ms,
+            "latency_cycles": seconds * clock_hz,
+            "throughput_ips": int(mapping.graph.meta.get("batch", 1) or 1) / seconds if seconds > 0 else 0.0,
+            "energy_mj": energy_mj,
+            "edp": energy_mj * latency_ms,
+            "area_mm2": area["total"],
+            "power_w": power_w,
+            "utilization": flops / (peak * seconds) if seconds > 0 else 0.0,
+            "dram_mb": (cost.traffic["hbm"] + cost.traffic["ddr"]) / 1e6,
+            "tops_per_w": (flops / seconds / 1e12) / power_w if power_w > 0 else 0.0,
+        }
+        info = {
+            "mapper": mapping.mapper,
+            "preset": arch.preset,
+            "sections": len(cost.sections),
+            "pcu_occupancy": pcu_occupancy,
+            "sram_mb": cost.traffic["sram"] / 1e6,
+            "hbm_mb": cost.traffic["hbm"] / 1e6,
+            "ddr_mb": cost.traffic["ddr"] / 1e6,
+            "sram_resident_mb": cost.sram_resident_bytes / 1e6,
+            "reconfig_ms": problem.reconfig_ps * len(cost.sections) * 1e-9,
+            "area_breakdown_mm2": area,
+            "solver": {k: v for k, v in mapping.solver.items() if k != "plan"},
+            "feasible": cost.feasible,
+            "exact": mapping.solver.get("status") in ("OPTIMAL", "GREEDY"),
+        }
+        return Metrics(values=values, energy_breakdown_pj=energy_pj, layers=layers, info=info)
