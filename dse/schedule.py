@@ -4,9 +4,10 @@
                       [--objective dram|latency|energy] [--time-limit S]
 
 writes ``DIR/schedule.json`` (per op: tile, loop order, buffers with offsets and lifetimes, DRAM
-traffic; the tensors that spill to DRAM; the solver's status, bound and gap) and
-``DIR/memory_timeline.html`` (plotly: one panel per scratchpad, address against op index, a
-rectangle per buffer). Every schedule is checked by ``mappers.schedule_check`` before it is written.
+traffic; the tensors that spill to DRAM; the solver's status, bound and gap; the memory organisation,
+``split`` ifmap/filter/ofmap SRAMs or one ``unified`` scratchpad) and ``DIR/memory_timeline.html``
+(plotly: one panel per scratchpad, address against op index, a rectangle per buffer). Every schedule
+is checked by ``mappers.schedule_check`` before it is written.
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ def schedule_document(mapping, point: dict, metrics: dict, peaks: dict) -> dict:
         "mapper": mapping.mapper,
         "point": point,
         "solver": solver,
+        "memory_organisation": getattr(mapping.arch, "scratchpad", "split"),
         "scratchpads": [
             {"name": name, "capacity_bytes": cap, "peak_bytes": peaks.get(name, 0)}
             for name, cap in _capacities(mapping).items()

@@ -50,9 +50,8 @@ def rdu_area_mm2(arch: RduArch) -> dict[str, float]:
     logic_scale = tech.area_scale.value / base.area_scale.value
     pcu = PLASTICINE_PCU_AREA_MM2.value * (arch.pcu_lanes * arch.pcu_stages / PLASTICINE_PCU_LANES_X_STAGES)
     pmu_logic = PLASTICINE_PMU_AREA_MM2.value - base.sram_area_mm2(PLASTICINE_PMU_KIB)
-    other = (
-        PLASTICINE_TOTAL_AREA_MM2.value - PLASTICINE_TILES * (PLASTICINE_PCU_AREA_MM2.value + PLASTICINE_PMU_AREA_MM2.value)
-    ) / PLASTICINE_TILES  # switches, address generators, controllers per tile
+    tiles = PLASTICINE_TILES * (PLASTICINE_PCU_AREA_MM2.value + PLASTICINE_PMU_AREA_MM2.value)
+    other = (PLASTICINE_TOTAL_AREA_MM2.value - tiles) / PLASTICINE_TILES  # switches, address generators, per tile
     parts = {
         "pcu": arch.pcus * pcu * logic_scale,
         "pmu_sram": arch.pmus * tech.sram_area_mm2(arch.pmu_kib),

@@ -16,9 +16,7 @@ SN40L_PAPER = (
     'R. Prabhakar et al., "SambaNova SN40L: Scaling the AI Memory Wall with Dataflow and Composition of Experts", '
     "MICRO 2024 (arXiv 2405.07518)"
 )
-PLASTICINE_PAPER = (
-    'R. Prabhakar et al., "Plasticine: A Reconfigurable Architecture For Parallel Patterns", ISCA 2017'
-)
+PLASTICINE_PAPER = 'R. Prabhakar et al., "Plasticine: A Reconfigurable Architecture For Parallel Patterns", ISCA 2017'
 SSM_RDU_PAPER = (
     'S. Ko and K. Olukotun, "SSM-RDU: A Reconfigurable Dataflow Unit for Long-Sequence State-Space Models", '
     "arXiv 2503.22937 (2025)"
@@ -127,9 +125,7 @@ PLASTICINE = RduPreset(
         f"{UNVERIFIED}: one 16-lane x 32-bit vector per PMU per cycle at 1 GHz ({PLASTICINE_PAPER} PMU datapath "
         "width) = 4,096 GB/s",
     ),
-    hbm_gb=Sourced(
-        0.0, "GB", f"{PLASTICINE_PAPER}: evaluated with DDR3 DRAM only, no HBM (a 0 GB HBM tier is unused)"
-    ),
+    hbm_gb=Sourced(0.0, "GB", f"{PLASTICINE_PAPER}: evaluated with DDR3 DRAM only, no HBM (a 0 GB HBM tier is unused)"),
     hbm_gbps=Sourced(1.0, "GB/s", "placeholder bandwidth of the empty HBM tier: nothing can be placed in 0 GB"),
     ddr_gb=Sourced(16, "GB", f"{UNVERIFIED}: DRAM capacity assumed 16 GB; {PLASTICINE_PAPER} uses DDR3 channels"),
     ddr_gbps=Sourced(

@@ -13,7 +13,15 @@ import numpy as np
 
 from dse.graph import Graph
 from mappers.base import Mapping, MappingError
-from mappers.tiling import OBJECTIVES, Problem, Schedule, build_problem, schedule_score, to_mapping
+from mappers.tiling import (
+    OBJECTIVES,
+    Problem,
+    Schedule,
+    build_problem,
+    larger_memory_hint,
+    schedule_score,
+    to_mapping,
+)
 from templates.base import Arch
 
 
@@ -32,7 +40,7 @@ def greedy_schedule(problem: Problem) -> Schedule:
             name = problem.units[u].name
             raise MappingError(
                 f"op {name!r}: its smallest tile stages {int(staged.min())} bytes in {memory}, which holds "
-                f"{cap} bytes; without residency no tile fits (give it a larger {memory.replace('_sram', '')} SRAM)",
+                f"{cap} bytes; without residency no tile fits (give it {larger_memory_hint(memory)})",
                 node=name,
             )
         total = cands.footprint.sum(axis=0)[fits]

@@ -16,8 +16,10 @@ Compute cycles are those of the fold model of ``mappers.systolic`` summed over t
 a smaller GEMM on the same array), so a whole-op tile costs exactly what the fold mapper says.
 
 Candidates are enumerated on a grid of tile sizes x loop orders with numpy and pruned to the Pareto
-set of (footprints, traffic per operand, cycles) the objective cares about; the result is cached per
-distinct op shape and arch sub-parameters, so repeated layers and repeated design points are free.
+set of (footprints, traffic per operand, cycles) the objective cares about. Caches sit at three
+levels: the tile grid per distinct op shape, its compute cycles per array shape, the pruned
+candidates per scratchpad sizes and prices; repeated layers and repeated design points are free, and
+a new SRAM size only re-prunes.
 """
 
 from __future__ import annotations
@@ -123,6 +125,14 @@ class TileTarget:
 
 
 UNIFIED_MEMORY = "scratchpad"
+
+
+def larger_memory_hint(memory: str) -> str:
+    """How to ask for more of ``memory`` in the systolic template's terms (for error messages)."""
+    if memory == UNIFIED_MEMORY:
+        return "a larger scratchpad (sram_kib)"
+    which = memory.replace("_sram", "")
+    return f"a larger {which} SRAM ({which}_sram_kib, or sram_kib)"
 
 
 def target_of(arch: Arch) -> TileTarget:
@@ -848,7 +858,7 @@ def _raise_unfit(nest: LoopNest, target: TileTarget, fp: np.ndarray) -> None:
             tensors = ", ".join(nest.operands[j].tensor for j in rows)
             raise MappingError(
                 f"op {nest.unit!r}: its smallest {role} tile ({tensors}) needs {need} bytes of {memory}, "
-                f"which holds {target.capacity(memory)} bytes; give it a larger {memory.replace('_sram', '')} SRAM",
+                f"which holds {target.capacity(memory)} bytes; give it {larger_memory_hint(memory)}",
                 node=nest.unit,
             )
     raise MappingError(f"op {nest.unit!r}: no tile fits the scratchpads", node=nest.unit)
@@ -1031,7 +1041,7 @@ def _check_stageable(problem: Problem) -> None:
             raise MappingError(
                 f"op {unit.name!r}: its smallest tile stages {need} bytes ({', '.join(staged)}) in {memory}, "
                 f"which holds {cap} bytes; no tiling of this op fits (give it a larger "
-                f"{memory.replace('_sram', '')} SRAM)",
+                f"{larger_memory_hint(memory)})",
                 node=unit.name,
             )
 

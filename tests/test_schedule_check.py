@@ -33,6 +33,20 @@ def test_valid_schedules_pass():
         assert report.peak_bytes["ifmap_sram"] <= 2048
 
 
+def test_unified_scratchpad_schedule_passes_and_its_overlaps_are_caught():
+    mapping = CpSatMapper(use_cache=False).map(residual_graph(), small_arch(ifmap_kib=2.0, scratchpad="unified"))
+    report = check_schedule(mapping)
+    assert set(report.peak_bytes) == {"scratchpad"} and report.peak_bytes["scratchpad"] <= 4096
+    weights = [b for b in mapping.buffers if b.memory == "scratchpad" and b.tensor.endswith(":weight")]
+    assert weights  # weight tiles now share the scratchpad with everything else
+    resident = next(b for b in mapping.buffers if b.kind == "resident")
+    clash = next(b for b in weights if b.start <= resident.end and resident.start <= b.end)
+    bad = _broken(mapping)
+    bad.buffers = [replace(b, offset=resident.offset) if b is clash else b for b in mapping.buffers]
+    with pytest.raises(ScheduleError, match="overlaps"):
+        check_schedule(bad)
+
+
 def test_address_overlap_is_caught(good):
     bad = _broken(good)
     resident = next(b for b in good.buffers if b.kind == "resident")

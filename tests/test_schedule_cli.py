@@ -94,6 +94,28 @@ def test_greedy_moves_more_dram_than_cpsat(tmp_path):
     assert not g["resident"] and c["resident"]
 
 
+def test_unified_scratchpad_schedules_into_one_memory(tmp_path):
+    spec = _spec(tmp_path)
+    point = ["--point", "rows=16", "--point", "sram_kib=384"]
+    assert main(["schedule", str(spec), *point, "-o", str(tmp_path / "s")]) == 0
+    assert main(["schedule", str(spec), *point, "--point", "scratchpad=unified", "-o", str(tmp_path / "u")]) == 0
+    split = json.loads((tmp_path / "s" / "schedule.json").read_text())
+    unified = json.loads((tmp_path / "u" / "schedule.json").read_text())
+    assert split["memory_organisation"] == "split" and unified["memory_organisation"] == "unified"
+    assert unified["scratchpads"] == [
+        {"name": "scratchpad", "capacity_bytes": 384 * 1024, "peak_bytes": unified["scratchpads"][0]["peak_bytes"]}
+    ]
+    assert 0 < unified["scratchpads"][0]["peak_bytes"] <= 384 * 1024
+    assert {b["memory"] for e in unified["ops"] for b in e["buffers"]} == {"scratchpad"}
+    assert unified["solver"]["dram_bytes"] <= split["solver"]["dram_bytes"]
+    assert "scratchpad" in (tmp_path / "u" / "memory_timeline.html").read_text()
+    from dse.cli import build_evaluator
+    from dse.spec import load_spec
+
+    graph, evaluator = build_evaluator(load_spec(spec))
+    check_schedule(_rebuild(unified, graph, evaluator.arch(unified["point"])))
+
+
 def test_user_errors_exit_2(tmp_path, capsys):
     spec = _spec(tmp_path)
     assert main(["schedule", str(spec), "--point", "rows=8", "-o", str(tmp_path / "x")]) == 2

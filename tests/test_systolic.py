@@ -38,6 +38,8 @@ def _run(graph, **point):
         ({"ifmap_sram_kib": 0.1}, "ifmap_sram_kib"),
         ({"bogus": 1}, "bogus"),
         ({"dram_mode": "magic"}, "dram_mode"),
+        ({"scratchpad": "shared"}, "scratchpad"),
+        ({"scratchpad": "unified", "filter_sram_kib": 64}, "filter_sram_kib"),
     ],
 )
 def test_bad_parameters_name_the_parameter(point, param):
@@ -55,6 +57,24 @@ def test_sram_total_is_split_equally_and_units_follow_precision():
     assert arch.vector_lanes == arch.cols
     default = SystolicTemplate().instantiate({})
     assert (default.rows, default.cols, default.dataflow, default.ifmap_sram_kib) == (32, 32, "os", 64.0)
+
+
+def test_unified_scratchpad_is_one_memory_with_larger_banks():
+    split = SystolicTemplate().instantiate({"sram_kib": 1536})
+    unified = SystolicTemplate().instantiate({"sram_kib": 1536, "scratchpad": "unified"})
+    assert split.scratchpad == "split" and unified.scratchpad == "unified"
+    assert unified.scratchpad_kib == split.scratchpad_kib == pytest.approx(1536)
+    # the fold mapper sees three equal static partitions, so its timing is the split one
+    assert unified.ifmap_sram_kib == split.ifmap_sram_kib == pytest.approx(512)
+    assert SystolicTemplate().instantiate({"scratchpad": "unified"}).scratchpad_kib == pytest.approx(192)
+    g = _conv_graph(c=128, k=128, hw=28)
+    m_split = SystolicModel().evaluate(SystolicFoldMapper().map(g, split), split)
+    m_unified = SystolicModel().evaluate(SystolicFoldMapper().map(g, unified), unified)
+    assert m_unified["latency_cycles"] == m_split["latency_cycles"]
+    assert m_unified["dram_mb"] == m_split["dram_mb"]
+    assert m_unified["area_mm2"] == pytest.approx(m_split["area_mm2"])  # the same bits
+    # one access activates a quarter of the unified scratchpad, a sixth of the split SRAMs
+    assert m_unified.energy_breakdown_pj["sram"] > m_split.energy_breakdown_pj["sram"]
 
 
 @pytest.mark.parametrize("dataflow", ["os", "ws", "is"])

@@ -10,12 +10,26 @@ from mappers.base import MappingError
 from mappers.schedule_check import replay_operand
 from mappers.systolic import SystolicFoldMapper, lower_op
 from mappers.tiling import (
+    CYCLE_SLACK,
+    ROLE_INPUT,
+    ROLE_OUTPUT,
+    ROLE_WEIGHT,
+    UNIFIED_MEMORY,
     CostModel,
+    _expand,
+    _grid_cycles_cached,
+    _grid_tables_cached,
+    _nameless,
+    _NestKey,
     build_units,
     candidates_for,
     clear_candidate_cache,
     enumerate_candidates,
     loop_nest,
+    mode_cost,
+    mode_traffic,
+    residency_modes,
+    staged_operands,
     target_of,
     tile_values,
 )
@@ -149,3 +163,97 @@ def test_tile_values_cover_the_extremes():
     vals = tile_values(3136)
     assert vals[0] == 1 and vals[-1] == 3136 and len(vals) <= 16
     assert tile_values(1) == [1]
+
+
+def test_unified_target_is_one_scratchpad_for_every_role():
+    target = target_of(arch(scratchpad="unified"))
+    assert target.capacities == ((UNIFIED_MEMORY, 24 * 1024),)
+    assert {target.memory_of(r) for r in (ROLE_INPUT, ROLE_WEIGHT, ROLE_OUTPUT)} == {UNIFIED_MEMORY}
+    assert target.resident_memory == UNIFIED_MEMORY
+    graph = graph_of("conv")
+    cands = candidates_for(graph, build_units(graph)[0], target)
+    # every operand's tile is staged in the one scratchpad
+    assert np.array_equal(cands.staging(target, (False,) * 3), cands.footprint.sum(axis=0))
+
+
+def _full_grid_reference(nest, target, model):
+    """The pruning rule applied to every (tile, order) column of the grid, with no shortcut: the
+    (grid point, order) pairs the enumeration must keep."""
+    key = _NestKey.of(_nameless(nest))
+    tables = _grid_tables_cached(key)
+    cycles, sram = _grid_cycles_cached(key, target.rows, target.cols, target.dataflow, target.word_bytes)
+    cols = _expand(nest, tables, np.arange(tables.count), cycles, sram)
+    ok = np.ones(cols.footprint.shape[1], dtype=bool)
+    for role in (ROLE_WEIGHT, ROLE_OUTPUT):
+        rows = [j for j, o in enumerate(nest.operands) if o.role == role]
+        memory = target.memory_of(role)
+        if rows and memory != target.resident_memory:
+            ok &= cols.footprint[rows].sum(axis=0) <= target.capacity(memory)
+    keep = np.flatnonzero(ok)
+    fp = cols.footprint[:, keep].astype(np.int64)
+    tr = cols.traffic[:, keep].astype(np.int64)
+    psum = cols.psum[keep].astype(np.int64)
+    cyc = cols.cycles[keep].astype(np.int64)
+    words = cols.sram[keep].astype(np.int64)
+    roles = tuple(o.role for o in nest.operands)
+    cap = target.capacity(target.resident_memory)
+    chosen = set()
+    for mode in residency_modes(nest):
+        staged = sum((fp[j] for j in staged_operands(nest, target, mode)), np.zeros(len(keep), dtype=np.int64))
+        traffic = mode_traffic(tr, psum, roles, mode, 0)
+        score = mode_cost(traffic, cyc, words, target.word_bytes, model)
+        rank = np.empty(len(keep), dtype=np.int64)
+        rank[np.lexsort((traffic, cyc, score))] = np.arange(len(keep))
+        fast = np.flatnonzero(cyc <= CYCLE_SLACK * cyc.min())
+        for i in fast:  # on the (staged, rank) front: nothing smaller ranks better
+            others = fast[staged[fast] <= staged[i]]
+            if not np.any(rank[others] < rank[i]):
+                chosen.add(int(i))
+        if staged[fast].min() > cap:
+            smallest = np.flatnonzero(staged == staged.min())
+            chosen.add(int(smallest[np.argmin(rank[smallest])]))
+    return {(int(cols.grid_of[keep[i]]), int(cols.order_of[keep[i]])) for i in chosen}
+
+
+@pytest.mark.parametrize("kind", ["conv", "depthwise", "matmul", "attention", "pool"])
+@pytest.mark.parametrize(
+    "over, objective",
+    [
+        ({}, "dram"),
+        ({"dataflow": "ws"}, "latency"),
+        ({"filter_sram_kib": 1.0, "ofmap_sram_kib": 1.0}, "dram"),  # the fastest tiles overflow their SRAMs
+        ({"ifmap_sram_kib": 0.25, "filter_sram_kib": 1.0, "ofmap_sram_kib": 1.0}, "dram"),  # last-resort tiles
+        ({"scratchpad": "unified"}, "energy"),
+    ],
+)
+def test_enumeration_keeps_exactly_what_pruning_the_whole_grid_keeps(kind, over, objective):
+    """Only tiles near the fastest are costed in every loop order; that shortcut must not change the set."""
+    graph = graph_of(kind)
+    a = arch(**over)
+    target = target_of(a)
+    nest = loop_nest(graph, build_units(graph)[0], 1, a.vector_lanes)
+    model = CostModel(objective, 8.0, 1.0, 0.1, 0.5) if objective != "dram" else CostModel()
+    cands = enumerate_candidates(nest, target, model)
+    tables = _grid_tables_cached(_NestKey.of(_nameless(nest)))
+    got = set()
+    for c in range(len(cands)):
+        point = tuple(tables.values[i].index(int(v)) for i, v in enumerate(cands.tiles[c]))
+        grid_index = int(np.flatnonzero((tables.grid == point).all(axis=1))[0])
+        got.add((grid_index, tables.orders.index(cands.orders[c])))
+    assert got == _full_grid_reference(nest, target, model)
+    assert np.all(np.diff(cands.traffic.sum(axis=0)) >= 0)  # sorted by total traffic
+
+
+def test_a_new_scratchpad_size_reuses_the_grid_and_the_cycles():
+    clear_candidate_cache()
+    graph = graph_of("conv")
+    unit = build_units(graph)[0]
+    candidates_for(graph, unit, target_of(arch()))
+    grids, cycles = _grid_tables_cached.cache_info().misses, _grid_cycles_cached.cache_info().misses
+    bigger = candidates_for(graph, unit, target_of(arch(ifmap_sram_kib=32.0)))
+    assert (_grid_tables_cached.cache_info().misses, _grid_cycles_cached.cache_info().misses) == (grids, cycles)
+    candidates_for(graph, unit, target_of(arch(rows=16, ifmap_sram_kib=32.0)))
+    assert _grid_cycles_cached.cache_info().misses == cycles + 1  # a new array shape re-costs the cycles
+    clear_candidate_cache()
+    cold = candidates_for(graph, unit, target_of(arch(ifmap_sram_kib=32.0)))
+    assert np.array_equal(cold.footprint, bigger.footprint) and cold.orders == bigger.orders
