@@ -135,6 +135,11 @@ def _design_label(row: pd.Series, param_names: Sequence[str]) -> str:
     return f"design {str(row['point_id'])[:8]}" + (f" ({params})" if params else "")
 
 
+def _short_label(name: str) -> str:
+    """'design 1b2738c1 (rows=...)' -> 'design 1b2738c1'; 'NVIDIA H100 SXM5 80GB' -> 'H100 SXM5 80GB'."""
+    return name.split(" (", 1)[0].removeprefix("NVIDIA ")
+
+
 def summary_frame(
     designs: pd.DataFrame, baselines: Sequence[GpuBaseline], precision: str, param_names: Sequence[str] = ()
 ) -> pd.DataFrame:
@@ -329,10 +334,24 @@ def comparison_bar_figure(summary: pd.DataFrame) -> go.Figure:
     """Latency and energy per inference of every design and GPU (log scale)."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("latency [ms]", "energy per inference [mJ]"))
     colors = ["#2b5c8a" if k == "gpu" else "#d62728" for k in summary["kind"]]
-    fig.add_trace(go.Bar(x=summary["name"], y=summary["latency_ms"], marker_color=colors, showlegend=False), 1, 1)
-    fig.add_trace(go.Bar(x=summary["name"], y=summary["energy_mj"], marker_color=colors, showlegend=False), 1, 2)
-    fig.update_yaxes(type="log")
-    fig.update_layout(template="plotly_white", height=420)
+    # Short category labels (the table beside the figure carries every parameter); full names on hover.
+    short = [_short_label(name) for name in summary["name"]]
+    for col, metric in ((1, "latency_ms"), (2, "energy_mj")):
+        fig.add_trace(
+            go.Bar(
+                x=short,
+                y=summary[metric],
+                marker_color=colors,
+                showlegend=False,
+                customdata=summary["name"],
+                hovertemplate="%{customdata}<br>%{y:.4g}<extra></extra>",
+            ),
+            1,
+            col,
+        )
+    fig.update_yaxes(type="log", dtick="D1")
+    fig.update_xaxes(tickangle=-30)
+    fig.update_layout(template="plotly_white", height=460, margin=dict(b=140))
     return fig
 
 

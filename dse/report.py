@@ -1055,7 +1055,7 @@ def comparison_section(comparison) -> _Section:
     how = (
         "The Pareto designs (highlighted) next to the baseline GPUs on the same workload; ratios are to the best "
         "GPU on each figure (latency and energy: below 1 beats it; perf/W: above 1 beats it). "
-        + " ".join(comparison.notes)
+        + " ".join(note.rstrip(".") + "." for note in comparison.notes)
     )
     return _Section("gpus", "GPU baselines", how, body)
 
