@@ -7,7 +7,6 @@ naming the file, field or node, what was wrong and what is allowed, and exit 2.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from collections.abc import Sequence
@@ -242,14 +241,12 @@ def make_parser() -> argparse.ArgumentParser:
     va.add_argument("spec")
     va.set_defaults(func=cmd_validate)
 
+    from dse.registry import import_optional
+
     for module_name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue
-            raise
-        module.register(sub)
+        module = import_optional(module_name)
+        if module is not None:
+            module.register(sub)
     return p
 
 

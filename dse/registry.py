@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 
 from hwmodels.base import HwModel
 from mappers.base import Mapper
@@ -57,14 +58,22 @@ def families() -> dict[str, Family]:
     """Template kind -> Family, for every family present in this checkout."""
     out: dict[str, Family] = {}
     for kind, (module_name, function) in _FAMILY_MODULES.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue
-            raise
-        out[kind] = getattr(module, function)()
+        module = import_optional(module_name)
+        if module is not None:
+            out[kind] = getattr(module, function)()
     return out
+
+
+def import_optional(module_name: str) -> ModuleType | None:
+    """The module, or None when that very module is not part of this checkout.
+
+    Any other import error (a broken dependency inside it) is a bug and propagates."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:
+            return None
+        raise
 
 
 def family(kind: str) -> Family:

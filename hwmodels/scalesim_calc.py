@@ -34,7 +34,7 @@ import functools
 
 import numpy as np
 
-from mappers.systolic import ConvGeometry, LoweredGemm, folds, spatial_dims
+from mappers.systolic import LoweredGemm, folds, im2col_address, spatial_dims
 from templates.systolic import SystolicArch
 
 SETS_PER_BUFFER = 100  # SCALE-Sim tracks each read SRAM in 100 sets of floor(words/100) addresses
@@ -50,17 +50,6 @@ def epoch_words(sram_words: int) -> int:
 # ---------------------------------------------------------------------------------------------------
 # Demand streams (one GEMM copy), in SCALE-Sim's order, padding dropped
 # ---------------------------------------------------------------------------------------------------
-def _im2col(g: ConvGeometry, pixel: np.ndarray, window: np.ndarray) -> np.ndarray:
-    """SCALE-Sim's ifmap address of im2col entry (pixel, window) (``operand_matrix.calc_ifmap_elem_addr``);
-    -1 where the window hangs over the unpadded edge."""
-    oh, ow = np.divmod(pixel, g.Q)
-    r, rest = np.divmod(window, g.S * g.C)
-    s, ch = np.divmod(rest, g.C)
-    y = oh * g.stride_h + r
-    x = ow * g.stride_w + s
-    return np.where((y < g.H) & (x < g.W), (y * g.W + x) * g.C + ch, -1)
-
-
 def _skewed(time_len: int, width: int, n_blocks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Index grids (block, time, column) of ``n_blocks`` skewed blocks laid out line by line: line l of a
     block holds column c at time l - c (``skew_matrix``); entries outside [0, time_len) are marked -1."""
@@ -86,7 +75,7 @@ def demand_streams(gemm: LoweredGemm, rows: int, cols: int, dataflow: str) -> tu
     def ifmap(pixel: np.ndarray, window: np.ndarray, ok: np.ndarray) -> np.ndarray:
         pixel, window = np.broadcast_arrays(pixel, window)
         ok = np.broadcast_to(ok, pixel.shape)
-        return np.where(ok, _im2col(g, np.where(ok, pixel, 0), np.where(ok, window, 0)), -1)
+        return np.where(ok, im2col_address(g, np.where(ok, pixel, 0), np.where(ok, window, 0)), -1)
 
     def filt(window: np.ndarray, n: np.ndarray, ok: np.ndarray) -> np.ndarray:
         window, n = np.broadcast_arrays(window, n)

@@ -46,7 +46,7 @@ from dse.graph import Op
 from hwmodels.base import LayerMetrics, Metrics
 from hwmodels.scalesim_calc import calc_dram_reads
 from mappers.base import Mapping
-from mappers.systolic import ConvGeometry, LoweredGemm, fold_cycles, folds, spatial_dims
+from mappers.systolic import ConvGeometry, LoweredGemm, fold_cycles, folds, im2col_address, spatial_dims
 from templates.systolic import SystolicArch
 
 # SCALE-Sim's read SRAMs keep half the capacity active (``active_buf_frac = 0.5``) and track it in
@@ -274,16 +274,6 @@ def _rollout_index(n_rows: int, n_cols: int, row: np.ndarray, col: np.ndarray) -
     return before(d) + np.minimum(d, r1) - row
 
 
-def _im2col(g: ConvGeometry, pixel: np.ndarray, window: np.ndarray) -> np.ndarray:
-    """SCALE-Sim's ifmap address of im2col entry (pixel, window), -1 where the window hangs over an edge."""
-    oh, ow = np.divmod(pixel, g.Q)
-    r, rest = np.divmod(window, g.S * g.C)
-    s, ch = np.divmod(rest, g.C)
-    row = oh * g.stride_h + r
-    col = ow * g.stride_w + s
-    return np.where((row < g.H) & (col < g.W), (row * g.W + col) * g.C + ch, -1)
-
-
 def _rolled_blocks(
     addr_of: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
     n_blocks: int,
@@ -458,7 +448,7 @@ def _user_operands(
     if df == "os":
         # ifmap: blocks = row folds of im2col^T (window x pixels); demanded for fc: for fr
         words, total, blocks, set_of = _rolled_blocks(
-            lambda b, t, c: _im2col(g, b * rows + c, t), rf, k_win, rows, m_px - (rf - 1) * rows, per_set_if
+            lambda b, t, c: im2col_address(g, b * rows + c, t), rf, k_win, rows, m_px - (rf - 1) * rows, per_set_if
         )
         for b, seg in enumerate(blocks):
             seg.pixel, seg.window = b * rows + seg.window, seg.pixel
@@ -480,7 +470,7 @@ def _user_operands(
         return ifmap, filt
     # ws. ifmap: blocks = row folds of im2col (pixels x window slice), after a `rows`-line preload gap
     words, total, blocks, set_of = _rolled_blocks(
-        lambda b, t, c: _im2col(g, t, b * rows + c), rf, m_px, rows, k_win - (rf - 1) * rows, per_set_if
+        lambda b, t, c: im2col_address(g, t, b * rows + c), rf, m_px, rows, k_win - (rf - 1) * rows, per_set_if
     )
     for b, seg in enumerate(blocks):
         seg.pixel, seg.window = seg.pixel, b * rows + seg.window

@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from dse.graph import Graph, Op, OpKind
 from mappers.base import Mapping, MappingError, OpMapping
 from templates.base import Arch
@@ -97,6 +99,17 @@ class ConvGeometry:
     def unique_inputs(self) -> int:
         """Distinct ifmap elements the im2col matrix references (its DRAM footprint)."""
         return self.used_rows * self.used_cols * self.C
+
+
+def im2col_address(g: ConvGeometry, pixel: np.ndarray, window: np.ndarray) -> np.ndarray:
+    """SCALE-Sim's ifmap address of im2col entry (pixel, window) (``operand_matrix.calc_ifmap_elem_addr``);
+    -1 where the window hangs over the unpadded edge."""
+    oh, ow = np.divmod(pixel, g.Q)
+    r, rest = np.divmod(window, g.S * g.C)
+    s, ch = np.divmod(rest, g.C)
+    row = oh * g.stride_h + r
+    col = ow * g.stride_w + s
+    return np.where((row < g.H) & (col < g.W), (row * g.W + col) * g.C + ch, -1)
 
 
 @dataclass(frozen=True)

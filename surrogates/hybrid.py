@@ -41,24 +41,6 @@ def check_predictable(metrics: Sequence[str], evaluator: str, where: str | None 
         )
 
 
-def metrics_from_totals(
-    cycles: np.ndarray, energy_pj: np.ndarray, area: np.ndarray, freq_mhz: np.ndarray, batch: int = 1
-) -> dict[str, np.ndarray]:
-    """Whole-design metrics (arrays of any matching shape) from cycle, energy and area totals."""
-    latency_s = cycles / (freq_mhz * 1e6)
-    safe = np.where(latency_s > 0, latency_s, np.nan)
-    energy_mj = energy_pj * 1e-9
-    return {
-        "latency_cycles": cycles,
-        "latency_ms": latency_s * 1e3,
-        "energy_mj": energy_mj,
-        "area_mm2": area,
-        "power_w": energy_pj * 1e-12 / safe,
-        "edp": energy_mj * latency_s * 1e3,
-        "throughput_ips": batch / safe,
-    }
-
-
 # ------------------------------------------------------------------------------------------ pure prediction
 
 
@@ -369,6 +351,8 @@ def hybrid_sweep_class() -> type:
             )
             archs = feat.arch_table(exact.template_kind, [c.point for c in cands], exact.fixed)
             batch = int(exact.graph.meta.get("batch", 1) or 1)
+            from surrogates.model import metrics_from_totals
+
             return metrics_from_totals(
                 trees[..., 0], trees[..., 1], trees[..., 2], archs.columns["_freq"][None, :], batch
             )

@@ -271,20 +271,25 @@ def _design_metrics(
     index: pd.DataFrame | None = None,
     batch: int = 1,
 ) -> pd.DataFrame:
-    latency_s = cycles / (freq_mhz * 1e6)
-    safe = np.where(latency_s > 0, latency_s, np.nan)
-    energy_mj = energy_pj * 1e-9
-    frame = pd.DataFrame(
-        {
-            "latency_cycles": cycles,
-            "latency_ms": latency_s * 1e3,
-            "energy_mj": energy_mj,
-            "area_mm2": area,
-            "power_w": energy_pj * 1e-12 / safe,
-            "edp": energy_mj * latency_s * 1e3,
-            "throughput_ips": batch / safe,
-        }
-    )
+    frame = pd.DataFrame(metrics_from_totals(cycles, energy_pj, area, freq_mhz, batch))
     if index is not None:
         frame = pd.concat([index.reset_index(drop=True), frame], axis=1)
     return frame
+
+
+def metrics_from_totals(
+    cycles: np.ndarray, energy_pj: np.ndarray, area: np.ndarray, freq_mhz: np.ndarray, batch: int = 1
+) -> dict[str, np.ndarray]:
+    """Whole-design metrics (arrays of any matching shape) from cycle, energy and area totals."""
+    latency_s = cycles / (freq_mhz * 1e6)
+    safe = np.where(latency_s > 0, latency_s, np.nan)
+    energy_mj = energy_pj * 1e-9
+    return {
+        "latency_cycles": cycles,
+        "latency_ms": latency_s * 1e3,
+        "energy_mj": energy_mj,
+        "area_mm2": area,
+        "power_w": energy_pj * 1e-12 / safe,
+        "edp": energy_mj * latency_s * 1e3,
+        "throughput_ips": batch / safe,
+    }
