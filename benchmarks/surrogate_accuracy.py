@@ -59,11 +59,13 @@ def systolic(args: argparse.Namespace) -> None:
         print(
             format_table(roofline_accuracy(test_part), f"\n[{holdout} held out] roofline baseline alone (no learning)")
         )
-        for kind in args.models:
-            start = time.perf_counter()
-            model = SurrogateModel.fit(train_part, kind)
-            fit_s = time.perf_counter() - start
-            print(format_table(design_accuracy(model, test_part), f"[{holdout} held out] {kind} (fit {fit_s:.0f} s)"))
+        for level in args.levels:
+            for kind in args.models:
+                start = time.perf_counter()
+                model = SurrogateModel.fit(train_part, kind, level=level)
+                fit_s = time.perf_counter() - start
+                title = f"[{holdout} held out] level={level} {kind} (fit {fit_s:.0f} s)"
+                print(format_table(design_accuracy(model, test_part), title))
 
 
 def wa_hls4ml(args: argparse.Namespace) -> None:
@@ -118,6 +120,7 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=200, help="designs per workload")
     ap.add_argument("--holdout", nargs="+", default=["resnet18", "mobilenet_v1"])
     ap.add_argument("--models", nargs="+", default=["gb", "rf"])
+    ap.add_argument("--levels", nargs="+", default=["op", "design"], help="surrogate levels (see SurrogateModel.fit)")
     args = ap.parse_args()
     systolic(args)
     wa_hls4ml(args)

@@ -73,7 +73,7 @@ def explore(
         )
         # a batch evaluator (surrogate prediction) brings its own in-process executor; hybrid its own sweep
         batch_executor = getattr(evaluator, "batch_executor", None)
-        sweep_class = getattr(evaluator, "sweep_class", _Sweep)
+        sweep_class = getattr(evaluator, "sweep_class", Sweep)
         with batch_executor() if batch_executor else make_executor(executor, workers) as pool:
             sweep = sweep_class(store, strategy, space, fingerprint, evaluator_name, objectives, constraints)
             with _Display(progress, strategy.budget, spec.name) as display:
@@ -96,8 +96,13 @@ def explore(
     )
 
 
-class _Sweep:
-    """The ask -> (store | evaluate) -> store -> tell loop, with its counters."""
+class Sweep:
+    """The ask -> (store | evaluate) -> store -> tell loop, with its counters.
+
+    Public extension point: an evaluator that must drive the loop itself (the surrogates' hybrid
+    evaluator screens the whole budget before evaluating anything exactly) carries a ``sweep_class``
+    attribute naming a subclass, and ``explore`` runs that instead. Subclasses override ``run``.
+    """
 
     def __init__(
         self,
@@ -230,7 +235,7 @@ def finish_run(
     store: Store,
     space: Any,
     notes: list[str],
-    sweep: _Sweep | None = None,
+    sweep: Sweep | None = None,
     strategy: SearchStrategy | None = None,
 ) -> tuple[Path | None, pd.DataFrame, pd.DataFrame, list[str]]:
     """From the store to the run directory's files: annotated points, front, hypervolume, report.
@@ -330,7 +335,7 @@ def parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _run_notes(points: pd.DataFrame, sweep: _Sweep, strategy: SearchStrategy) -> list[str]:
+def _run_notes(points: pd.DataFrame, sweep: Sweep, strategy: SearchStrategy) -> list[str]:
     notes = [
         f"strategy {strategy.name}, budget {strategy.budget}: {sweep.evaluated} evaluated in this run, "
         f"{sweep.reused} answered from the store, {sweep.failed} failed"

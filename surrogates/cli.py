@@ -32,6 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("data", help="DATA.parquet from `dse surrogate dataset`")
     t.add_argument("-o", "--output", required=True, help="MODEL.joblib")
     t.add_argument("--model", default="gb", help="gb (gradient boosting, default) | rf (random forest)")
+    t.add_argument(
+        "--level",
+        default="op",
+        help="op (a model per (design, op): best on unseen networks, default) | "
+        "design (per-op linear stage + one model per design: >= 100,000 designs/s)",
+    )
     t.add_argument("--holdout", action="append", help="workload to test on, never trained on (default: the last)")
     t.add_argument("--cv", type=int, default=0, help="cross-validation folds (0 = none)")
     t.add_argument("--seed", type=int, default=0)
@@ -107,7 +113,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.model not in MODEL_KINDS:
         raise UserError(f"unknown model {args.model!r}; choose one of: {', '.join(MODEL_KINDS)}", where="--model")
     data = _read_dataset(args.data)
-    model = train(data, args.model, holdout=args.holdout, cv_folds=args.cv, seed=args.seed)
+    model = train(data, args.model, holdout=args.holdout, cv_folds=args.cv, seed=args.seed, level=args.level)
     path = model.save(args.output)
     held = model.metrics.get("heldout_workload")
     if held:

@@ -149,7 +149,7 @@ def _frame(
 ) -> pd.DataFrame:
     archs = feat.arch_table(template_kind, points, fixed)
     cross = feat.cross_features(ops, archs)
-    frame = pd.DataFrame(cross.matrix, columns=list(feat.FEATURES))
+    frame = pd.DataFrame(cross.matrix(), columns=list(feat.FEATURES))
     nd, no = cross.n_designs, cross.n_ops
     frame.insert(0, "workload", workload.label)
     frame.insert(1, "design", np.repeat(np.arange(nd), no))

@@ -17,7 +17,8 @@ or code whose schema differs.
 from __future__ import annotations
 
 import functools
-import math
+import operator
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ import numpy as np
 
 from dse.graph import Graph, OpKind
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 OP_KINDS = tuple(k.value for k in OpKind)
 DATAFLOWS = ("os", "ws", "is")
 DRAM_MODES = ("shared", "per_operand", "unlimited")
@@ -94,7 +95,7 @@ AREA_FEATURES = ARCH_FEATURES + (
 
 
 def _log2(x: np.ndarray | float) -> np.ndarray:
-    return np.log2(np.maximum(np.asarray(x, dtype=float), 0.0) + 1.0)
+    return np.log2(np.maximum(x, 0.0) + 1.0)
 
 
 # ----------------------------------------------------------------------------------------------- ops
@@ -201,27 +202,6 @@ def op_table(graph: Graph) -> OpTable:
 # ----------------------------------------------------------------------------------------------- designs
 
 
-@functools.lru_cache(maxsize=256)
-def _tech_constants(tech: str, bits: int, precision: str, ifmap: float, filt: float, ofmap: float) -> tuple:
-    """Catalog energies and areas one design needs (pJ, mm^2), cached per distinct design technology."""
-    from hwmodels.catalog import get_tech
-
-    node = get_tech(tech)
-    fmt = "int" if precision.startswith("int") else "fp"
-    sram_pj = tuple(node.sram_energy_pj_per_byte(kib / 2) for kib in (ifmap, filt, ofmap))
-    return (
-        node.mac_energy_pj(bits, fmt),
-        node.alu_energy_pj(bits, fmt),
-        sram_pj,
-        node.dram_energy_pj(1.0),
-        node.pe_area_mm2(bits, fmt),
-        node.sram_area_mm2(1.0),
-        node.alu_area_mm2(bits, fmt),
-        node.leakage_w_per_mm2.value,
-        float(node.node_nm),
-    )
-
-
 @dataclass
 class ArchTable:
     """Design-side columns for a batch of design points."""
@@ -234,11 +214,77 @@ class ArchTable:
     def matrix(self, names: Sequence[str] = ARCH_FEATURES) -> np.ndarray:
         return np.column_stack([self.columns[name] for name in names])
 
+    def slice(self, start: int, stop: int) -> ArchTable:
+        return ArchTable({name: values[start:stop] for name, values in self.columns.items()})
+
+
+def _checked_columns(template: Any, points: Sequence[Mapping[str, Any]], fixed: Mapping[str, Any]) -> dict[str, list]:
+    """Every template parameter as a column over the points, each distinct value checked once.
+
+    ``Param.check`` is what ``template.instantiate`` runs per point; checking distinct values instead
+    keeps the checks and costs a dictionary look-up per point.
+    """
+    known = {p.name: p for p in template.params()}
+    given = sorted(points[0])
+    extracted: dict[str, list] = {}
+    if given and all(len(point) == len(given) for point in points):
+        try:  # every point names the same parameters (a space's points do): one C-level pass for all columns
+            tuples = list(map(operator.itemgetter(*given), points))
+            extracted = {given[0]: tuples} if len(given) == 1 else dict(zip(given, map(list, zip(*tuples))))
+        except KeyError:
+            extracted = {}
+    present = set(given) if extracted else set().union(*(point.keys() for point in points))
+    for name in sorted(present | set(fixed)):
+        if name not in known:
+            template.param(name)  # raises with the list of known parameters
+    columns: dict[str, list] = {}
+    for name, param in known.items():
+        base = fixed.get(name, _UNSET)
+        if name not in present:  # the same value for every point: check it once
+            columns[name] = [param.default if base is _UNSET else param.check(base)] * len(points)
+            continue
+        raw = extracted[name] if name in extracted else [point.get(name, base) for point in points]
+        types = {type(value) for value in raw}
+        if param.type in ("int", "float") and types <= {int, float}:
+            columns[name] = _checked_numbers(param, raw)
+        elif (bool in types and len(types) > 1) or not all(t.__hash__ for t in types):
+            # True == 1 as a dict key, or unhashable values: check value by value
+            columns[name] = [param.default if v is _UNSET else param.check(v) for v in raw]
+        else:
+            checked = {v: (param.default if v is _UNSET else param.check(v)) for v in set(raw)}
+            columns[name] = [checked[v] for v in raw]
+    return columns
+
+
+_UNSET = object()
+
+
+def _checked_numbers(param: Any, raw: list) -> np.ndarray:
+    """``Param.check`` for a column of plain numbers, vectorised; the first bad value raises its message."""
+    values = np.asarray(raw, dtype=float)
+    bad = np.zeros(len(values), dtype=bool)
+    if param.type == "int":
+        bad |= values != np.round(values)
+    if param.low is not None:
+        bad |= values < param.low
+    if param.high is not None:
+        bad |= values > param.high
+    if param.choices is not None:
+        bad |= ~np.isin(values, np.asarray(param.choices, dtype=float))
+    if bad.any():
+        param.check(raw[int(np.argmax(bad))])
+    return values
+
 
 def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: Mapping[str, Any]) -> ArchTable:
-    """Instantiate every point (template checks included) and tabulate its design features."""
+    """Tabulate the design features of every point, vectorised over the batch.
+
+    The values are those ``template.instantiate`` gives (a test compares the two on random points);
+    a point the template refuses is instantiated on its own so the error is the template's own message.
+    """
     from dse.errors import UserError
     from dse.registry import family
+    from templates.systolic import PRECISIONS
 
     if template_kind not in SUPPORTED_TEMPLATES:
         raise UserError(
@@ -246,65 +292,148 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
             where="template.kind",
         )
     template = family(template_kind).template()
-    archs = [template.instantiate({**fixed, **point}) for point in points]
-    col: dict[str, list[float]] = {name: [] for name in AREA_FEATURES}
-    raw: dict[str, list[float]] = {k: [] for k in ("rows", "cols", "lanes", "words_per_cycle", "freq", "bits")}
-    raw.update({k: [] for k in ("ifmap_words", "filter_words", "ofmap_words", "e_mac", "e_alu", "e_sram", "e_dram")})
-    raw.update({k: [] for k in ("leak_w_per_mm2", "word_bytes", "mode", "e_sram_if", "e_sram_f", "e_sram_of")})
-    raw["area_floor"] = []
-    for a in archs:
-        consts = _tech_constants(a.tech, a.bits, a.precision, a.ifmap_sram_kib, a.filter_sram_kib, a.ofmap_sram_kib)
-        e_mac, e_alu, e_sram, e_dram, pe_area, sram_area, alu_area, leak, node_nm = consts
-        values = {
-            "log_rows": math.log2(a.rows),
-            "log_cols": math.log2(a.cols),
-            **{f"df_{d}": float(a.dataflow == d) for d in DATAFLOWS},
-            "log_ifmap_kib": math.log2(a.ifmap_sram_kib),
-            "log_filter_kib": math.log2(a.filter_sram_kib),
-            "log_ofmap_kib": math.log2(a.ofmap_sram_kib),
-            "log_dram_gbps": math.log2(a.dram_gbps),
-            "log_freq_mhz": math.log2(a.freq_mhz),
-            "bits": float(a.bits),
-            "log_vector_lanes": math.log2(a.vector_lanes),
-            **{f"dram_{m}": float(a.dram_mode == m) for m in DRAM_MODES},
-            "tech_nm": node_nm,
-            "log_dram_words_per_cycle": math.log2(a.dram_words_per_cycle),
-            "log_pe_area_mm2": math.log2(pe_area * 1e6),
-            "log_sram_area_mm2_per_kib": math.log2(sram_area * 1e6),
-            "log_alu_area_mm2": math.log2(alu_area * 1e6),
-        }
-        sram_kib = a.ifmap_sram_kib + a.filter_sram_kib + a.ofmap_sram_kib
-        area_floor = a.rows * a.cols * pe_area + sram_kib * sram_area + a.vector_lanes * alu_area
-        values["log_area_floor_mm2"] = math.log2(area_floor)
-        for name in AREA_FEATURES:
-            col[name].append(values[name])
-        for name, value in (
-            ("rows", a.rows),
-            ("cols", a.cols),
-            ("lanes", a.vector_lanes),
-            ("words_per_cycle", a.dram_words_per_cycle),
-            ("freq", a.freq_mhz),
-            ("bits", a.bits),
-            ("ifmap_words", a.sram_words("ifmap")),
-            ("filter_words", a.sram_words("filter")),
-            ("ofmap_words", a.sram_words("ofmap")),
-            ("e_mac", e_mac),
-            ("e_alu", e_alu),
-            ("e_sram", min(e_sram) * a.word_bytes),
-            ("e_sram_if", e_sram[0] * a.word_bytes),
-            ("e_sram_f", e_sram[1] * a.word_bytes),
-            ("e_sram_of", e_sram[2] * a.word_bytes),
-            ("area_floor", area_floor),
-            ("e_dram", e_dram * a.word_bytes),
-            ("leak_w_per_mm2", leak),
-            ("word_bytes", a.word_bytes),
-            ("mode", DRAM_MODES.index(a.dram_mode)),
-        ):
-            raw[name].append(float(value))
-    columns = {name: np.array(values, dtype=float) for name, values in col.items()}
-    columns.update({f"_{name}": np.array(values, dtype=float) for name, values in raw.items()})
-    columns["_dataflow"] = np.array([DATAFLOWS.index(a.dataflow) for a in archs], dtype=int)
+    if not points:
+        raise UserError("no design points to predict", where="points")
+    cols = _checked_columns(template, points, fixed)
+    n = len(points)
+
+    def refuse(mask: np.ndarray) -> None:
+        if mask.any():
+            # the template's own message for the first refused point
+            template.instantiate({**fixed, **points[int(np.argmax(mask))]})
+            raise AssertionError("a point the vectorised checks refused was accepted by instantiate")
+
+    def given(name: str) -> np.ndarray:
+        column = cols[name]
+        if isinstance(column, np.ndarray):
+            return np.ones(n, dtype=bool)
+        return np.array([v is not None for v in column], dtype=bool)
+
+    def number(name: str, default: float) -> np.ndarray:
+        column = cols[name]
+        if isinstance(column, np.ndarray):
+            return column
+        return np.array([default if v is None else v for v in column], dtype=float)
+
+    individual = given("ifmap_sram_kib") | given("filter_sram_kib") | given("ofmap_sram_kib")
+    unified = np.array([v == "unified" for v in cols["scratchpad"]], dtype=bool)
+    refuse(unified & individual)
+    total = given("sram_kib")
+    refuse(total & individual)
+    each = number("sram_kib", 0.0) / 3
+    sizes = [
+        np.where(total, each, number(name, 64.0)) for name in ("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib")
+    ]
+    bits = np.array([PRECISIONS[p] for p in cols["precision"]], dtype=float)
+    word_bytes = bits // 8
+    for kib in sizes:
+        refuse(kib * 1024 / word_bytes < 200)
+    from hwmodels.catalog import tech_names
+
+    names = set(tech_names())
+    refuse(np.array([t not in names for t in cols["tech"]], dtype=bool))
+    rows, cols_ = number("rows", 0), number("cols", 0)
+    lanes = number("vector_lanes", 0)
+    lanes = np.where(lanes == 0, cols_, lanes)
+    dram_gbps, freq = number("dram_gbps", 0), number("freq_mhz", 0)
+    words_per_cycle = dram_gbps * 1e3 / freq / word_bytes
+    dataflow = np.array([DATAFLOWS.index(v) for v in cols["dataflow"]], dtype=int)
+    mode = np.array([DRAM_MODES.index(v) for v in cols["dram_mode"]], dtype=int)
+    # catalog constants per distinct (tech, precision) and per distinct SRAM size
+    tech = np.array(cols["tech"], dtype=object)
+    per_tech: dict[tuple, tuple] = {}
+    tech_index = np.empty(n, dtype=int)
+    for i, key in enumerate(zip(cols["tech"], cols["precision"])):
+        tech_index[i] = per_tech.setdefault(key, (len(per_tech), _tech_constants(*key)))[0]
+    consts = np.array([c for _, c in sorted(per_tech.values(), key=lambda item: item[0])], dtype=float)[tech_index]
+    e_mac, e_alu, e_dram, pe_area, sram_area, alu_area, leak, node_nm = consts.T
+    e_sram = [_sram_pj_per_byte(tech, kib / 2) for kib in sizes]
+    sram_kib = sizes[0] + sizes[1] + sizes[2]
+    area_floor = rows * cols_ * pe_area + sram_kib * sram_area + lanes * alu_area
+    columns = {
+        "log_rows": np.log2(rows),
+        "log_cols": np.log2(cols_),
+        **{f"df_{d}": (dataflow == i).astype(float) for i, d in enumerate(DATAFLOWS)},
+        "log_ifmap_kib": np.log2(sizes[0]),
+        "log_filter_kib": np.log2(sizes[1]),
+        "log_ofmap_kib": np.log2(sizes[2]),
+        "log_dram_gbps": np.log2(dram_gbps),
+        "log_freq_mhz": np.log2(freq),
+        "bits": bits,
+        "log_vector_lanes": np.log2(lanes),
+        **{f"dram_{m}": (mode == i).astype(float) for i, m in enumerate(DRAM_MODES)},
+        "tech_nm": node_nm,
+        "log_dram_words_per_cycle": np.log2(words_per_cycle),
+        "log_pe_area_mm2": np.log2(pe_area * 1e6),
+        "log_sram_area_mm2_per_kib": np.log2(sram_area * 1e6),
+        "log_alu_area_mm2": np.log2(alu_area * 1e6),
+        "log_area_floor_mm2": np.log2(area_floor),
+        "_rows": rows,
+        "_cols": cols_,
+        "_lanes": lanes,
+        "_words_per_cycle": words_per_cycle,
+        "_freq": freq,
+        "_bits": bits,
+        "_ifmap_words": np.floor(sizes[0] * 1024 / word_bytes),
+        "_filter_words": np.floor(sizes[1] * 1024 / word_bytes),
+        "_ofmap_words": np.floor(sizes[2] * 1024 / word_bytes),
+        "_e_mac": e_mac,
+        "_e_alu": e_alu,
+        "_e_sram": np.minimum(np.minimum(e_sram[0], e_sram[1]), e_sram[2]) * word_bytes,
+        "_e_sram_if": e_sram[0] * word_bytes,
+        "_e_sram_f": e_sram[1] * word_bytes,
+        "_e_sram_of": e_sram[2] * word_bytes,
+        "_area_floor": area_floor,
+        "_e_dram": e_dram * word_bytes,
+        "_leak_w_per_mm2": leak,
+        "_word_bytes": word_bytes,
+        "_mode": mode.astype(float),
+        "_dataflow": dataflow,
+    }
     return ArchTable(columns)
+
+
+@functools.lru_cache(maxsize=256)
+def _tech_constants(tech: str, precision: str) -> tuple:
+    """Catalog energies (pJ) and areas (mm^2) of one technology at one precision."""
+    from hwmodels.catalog import get_tech
+    from templates.systolic import PRECISIONS
+
+    node = get_tech(tech)
+    bits = PRECISIONS[precision]
+    fmt = "int" if precision.startswith("int") else "fp"
+    return (
+        node.mac_energy_pj(bits, fmt),
+        node.alu_energy_pj(bits, fmt),
+        node.dram_energy_pj(1.0),
+        node.pe_area_mm2(bits, fmt),
+        node.sram_area_mm2(1.0),
+        node.alu_area_mm2(bits, fmt),
+        node.leakage_w_per_mm2.value,
+        float(node.node_nm),
+    )
+
+
+def _sram_pj_per_byte(tech: np.ndarray, kib: np.ndarray) -> np.ndarray:
+    """``TechNode.sram_energy_pj_per_byte`` for arrays: its log-log interpolation through the three
+    anchors and sqrt extrapolation outside them, once per distinct technology (a test compares the two)."""
+    from hwmodels.catalog import get_tech
+
+    out = np.empty(len(kib))
+    log_kib = np.log(kib)
+    for name in set(tech.tolist()):
+        node = get_tech(name)
+        caps = np.log([8.0, 32.0, 1024.0])
+        values = np.log(
+            [node.sram_8kib_pj_per_64b.value, node.sram_32kib_pj_per_64b.value, node.sram_1mib_pj_per_64b.value]
+        )
+        mask = tech == name
+        x = log_kib[mask]
+        inside = np.interp(x, caps, values)
+        below = values[0] + 0.5 * (x - caps[0])
+        above = values[-1] + 0.5 * (x - caps[-1])
+        out[mask] = np.exp(np.where(x <= caps[0], below, np.where(x >= caps[-1], above, inside))) / 8.0
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- cross
@@ -312,13 +441,56 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
 
 @dataclass
 class CrossFeatures:
-    """Features of every (design, op) pair, flattened design-major, plus the roofline baselines."""
+    """Features of every (design, op) pair as (designs, ops) blocks, plus the roofline baselines.
 
-    matrix: np.ndarray  # (designs * ops, len(FEATURES))
-    roofline_cycles: np.ndarray  # (designs * ops,)
-    energy_floor_pj: np.ndarray  # (designs * ops,)
-    n_designs: int
-    n_ops: int
+    The full design-major matrix (one row per pair) is built only on request: the design-level
+    surrogate needs a few blocks, not a (designs x ops, features) copy of everything.
+    """
+
+    ops: OpTable
+    archs: ArchTable
+    blocks: dict[str, np.ndarray]  # CROSS_FEATURES and raw _compute/_vector/_memory/_fill/_refetch: (designs, ops)
+    roofline: np.ndarray  # (designs, ops)
+    energy_floor: np.ndarray  # (designs, ops)
+
+    @property
+    def n_designs(self) -> int:
+        return self.roofline.shape[0]
+
+    @property
+    def n_ops(self) -> int:
+        return self.roofline.shape[1]
+
+    @property
+    def roofline_cycles(self) -> np.ndarray:
+        return self.roofline.reshape(-1)
+
+    @property
+    def energy_floor_pj(self) -> np.ndarray:
+        return self.energy_floor.reshape(-1)
+
+    def column(self, name: str) -> np.ndarray:
+        """One feature as a (designs, ops) array (a broadcast view for op-only and design-only features)."""
+        shape = (self.n_designs, self.n_ops)
+        if name in self.blocks:
+            return self.blocks[name]
+        if name in self.ops.columns:
+            return np.broadcast_to(self.ops.columns[name][None, :], shape)
+        return np.broadcast_to(self.archs.columns[name][:, None], shape)
+
+    def block(self, name: str) -> np.ndarray:
+        """One feature at its natural shape: (1, ops) for op features, (designs, 1) for design features,
+        (designs, ops) for cross features; numpy broadcasting does the rest."""
+        if name in self.blocks:
+            return self.blocks[name]
+        if name in self.ops.columns:
+            return self.ops.columns[name][None, :]
+        return self.archs.columns[name][:, None]
+
+    def matrix(self) -> np.ndarray:
+        """(designs x ops, len(FEATURES)), design-major: the per-op surrogate's input."""
+        nd, no = self.n_designs, self.n_ops
+        return np.stack([self.column(name) for name in FEATURES], axis=-1).reshape(nd * no, len(FEATURES))
 
 
 def cross_features(ops: OpTable, archs: ArchTable) -> CrossFeatures:
@@ -393,22 +565,189 @@ def cross_features(ops: OpTable, archs: ArchTable) -> CrossFeatures:
         "log_refetch_words": _log2(refetch),
         "log_energy_floor_pj": _log2(energy_floor),
     }
-    blocks = []
-    for name in FEATURES:
-        if name in cross:
-            blocks.append(cross[name].reshape(nd, no))
-        elif name in o:
-            blocks.append(np.broadcast_to(row(o[name]), (nd, no)))
-        else:
-            blocks.append(np.broadcast_to(col(a[name]), (nd, no)))
-    matrix = np.stack(blocks, axis=-1).reshape(nd * no, len(FEATURES))
+    shape = (nd, no)
+    raw = {"_compute": compute, "_vector": vector, "_memory": memory, "_fill": fill, "_refetch": refetch}
     return CrossFeatures(
-        matrix=matrix,
-        roofline_cycles=roofline.reshape(-1),
-        energy_floor_pj=np.broadcast_to(energy_floor, (nd, no)).reshape(-1),
-        n_designs=nd,
-        n_ops=no,
+        ops=ops,
+        archs=archs,
+        blocks={name: np.broadcast_to(value, shape) for name, value in {**cross, **raw}.items()},
+        roofline=np.broadcast_to(roofline, shape),
+        energy_floor=np.broadcast_to(energy_floor, shape),
     )
+
+
+# ----------------------------------------------------------------------------------------------- design level
+
+# one row per design: its design features plus what its ops add up to. ``rw_`` = roofline-weighted mean
+# over the design's ops; ``stage1_`` = the per-op linear stage's totals over the roofline totals.
+AGGREGATE_FEATURES = (
+    "log_roofline_total",
+    "log_energy_floor_total",
+    "log_compute_total",
+    "log_vector_total",
+    "log_memory_total",
+    "log_fill_total",
+    "log_refetch_total",
+    "frac_memory_bound",
+    "frac_overlap",
+    "frac_fill",
+    "frac_compute",
+    "frac_vector",
+    "frac_memory",
+    "frac_array",
+    "rw_in_over_ifmap_sram",
+    "rw_weight_over_filter_sram",
+    "rw_out_over_ofmap_sram",
+    "rw_row_folds",
+    "rw_col_folds",
+    "rw_memory_over_compute",
+    "rw_in_reuse",
+    "rw_conv_stride",
+    "rw_gemm_k",
+    "util_array",
+    "log_op_count",
+    "stage1_cycles_over_roofline",
+    "stage1_energy_over_floor",
+)
+DESIGN_FEATURES = ARCH_FEATURES + AGGREGATE_FEATURES
+
+
+@dataclass
+class LinearStage:
+    """Per-op linear predictor of the two log ratios (cycles, energy) with its scaling folded in:
+    ``ratio[t] = intercept[t] + sum_f weights[t, f] * feature_f``. Cheap enough to run on every
+    (design, op) pair of a batch of a hundred thousand designs."""
+
+    weights: np.ndarray  # (2, len(FEATURES))
+    intercept: np.ndarray  # (2,)
+
+    def ratios(self, block: Any) -> list[np.ndarray]:
+        """The two ratios as (designs, ops) arrays; ``block(name)`` gives a feature at its natural shape."""
+        out = []
+        for t in range(2):
+            parts = []
+            for group in (OP_FEATURES, ARCH_FEATURES, CROSS_FEATURES):  # (1, ops), (designs, 1), (designs, ops)
+                part = 0.0
+                for name in group:
+                    w = self.weights[t, FEATURES.index(name)]
+                    if w != 0.0:
+                        part = part + w * block(name)
+                parts.append(part)
+            out.append(self.intercept[t] + parts[0] + parts[1] + parts[2])
+        return out
+
+
+def _unlog(x: np.ndarray) -> np.ndarray:
+    return np.exp2(x) - 1.0
+
+
+CHUNK_DESIGNS = 4096  # designs per chunk of (design, op) arrays: a few hundred KiB each, cache-resident
+
+
+def batch_design_features(
+    ops: OpTable, archs: ArchTable, stage1: LinearStage
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``design_features`` for a batch of designs, a cache-sized chunk of designs at a time, on every core
+    (numpy releases the GIL inside its array loops, so threads run chunks in parallel)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def chunk(start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        cross = cross_features(ops, archs.slice(start, start + CHUNK_DESIGNS))
+        return design_features(cross.block, cross.roofline, cross.energy_floor, ops.count, stage1)
+
+    starts = range(0, len(archs), CHUNK_DESIGNS)
+    if len(starts) == 1:
+        parts = [chunk(0)]
+    else:
+        with ThreadPoolExecutor(max_workers=min(len(starts), os.cpu_count() or 1)) as pool:
+            parts = list(pool.map(chunk, starts))
+    rows, s1_cycles, s1_energy = zip(*parts)
+    return np.vstack(rows), np.concatenate(s1_cycles), np.concatenate(s1_energy)
+
+
+def design_features(
+    block: Any, roofline: np.ndarray, floor: np.ndarray, count: np.ndarray, stage1: LinearStage
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Design-level rows (designs, len(DESIGN_FEATURES)) and the linear stage's cycle and energy totals.
+
+    ``block(name)`` gives each feature at its natural shape (see ``CrossFeatures.block``), so the same
+    code serves a batch being predicted and a dataset frame being trained on.
+    """
+    cnt = count[None, :]
+    ratio_c, ratio_e = stage1.ratios(block)
+    s1_cycles = (np.maximum(np.exp(ratio_c) * (roofline + 1.0) - 1.0, 0.0) * cnt).sum(axis=1)
+    s1_energy = (np.maximum(np.exp(ratio_e) * (floor + 1.0) - 1.0, 0.0) * cnt).sum(axis=1)
+
+    def raw(name: str, log_name: str) -> np.ndarray:
+        """A raw cycle/word block per op *times its multiplicity*; from its log feature where not at hand."""
+        try:
+            values = block(name)
+        except KeyError:
+            values = _unlog(block(log_name))
+        return values * cnt
+
+    roof = roofline * cnt
+    compute = raw("_compute", "log_compute_cycles")
+    vector = raw("_vector", "log_vector_cycles")
+    memory = raw("_memory", "log_memory_cycles")
+    fill = raw("_fill", "log_fill_cycles")
+    refetch = raw("_refetch", "log_refetch_words")
+    nd = roof.shape[0]
+
+    def total(x: np.ndarray) -> np.ndarray:
+        return x.sum(axis=1)
+
+    def weighted(name: str) -> np.ndarray:
+        """sum over ops of roofline x feature (a matrix-vector product for op features)."""
+        values = block(name)
+        if values.shape[0] == 1:
+            return roof @ values[0]
+        return np.einsum("ij,ij->i", roof, values)
+
+    r_total = roof.sum(axis=1)
+    e_total = floor @ count
+    denom = r_total + 1.0
+    busy = compute + vector
+    array_share = (block("op_is_conv") + block("op_is_matmul"))[0]
+    macs = _unlog(block("log_macs"))[0] * count
+    pe = np.exp2(block("log_rows") + block("log_cols"))[:, 0]
+    agg = {
+        "log_roofline_total": np.log2(r_total + 1.0),
+        "log_energy_floor_total": np.log2(e_total + 1.0),
+        "log_compute_total": np.log2(total(compute) + 1.0),
+        "log_vector_total": np.log2(total(vector) + 1.0),
+        "log_memory_total": np.log2(total(memory) + 1.0),
+        "log_fill_total": np.log2(total(fill) + 1.0),
+        "log_refetch_total": np.log2(total(refetch) + 1.0),
+        "frac_memory_bound": total(np.where(memory > busy, roof, 0.0)) / denom,
+        "frac_overlap": total(np.minimum(busy, memory)) / denom,
+        "frac_fill": total(fill) / denom,
+        "frac_compute": total(compute) / denom,
+        "frac_vector": total(vector) / denom,
+        "frac_memory": total(memory) / denom,
+        "frac_array": (roof @ array_share) / denom,
+        **{
+            f"rw_{name}": weighted(column) / denom
+            for name, column in (
+                ("in_over_ifmap_sram", "log_in_over_ifmap_sram"),
+                ("weight_over_filter_sram", "log_weight_over_filter_sram"),
+                ("out_over_ofmap_sram", "log_out_over_ofmap_sram"),
+                ("row_folds", "log_row_folds"),
+                ("col_folds", "log_col_folds"),
+                ("memory_over_compute", "memory_over_compute"),
+                ("in_reuse", "in_reuse"),
+                ("conv_stride", "conv_stride"),
+                ("gemm_k", "log_gemm_k"),
+            )
+        },
+        "util_array": (macs @ array_share) / ((compute @ array_share) * pe + 1.0),
+        "log_op_count": np.full(nd, np.log2(count.sum() + 1.0)),
+        "stage1_cycles_over_roofline": np.log((s1_cycles + 1.0) / denom),
+        "stage1_energy_over_floor": np.log((s1_energy + 1.0) / (e_total + 1.0)),
+    }
+    arch = [np.broadcast_to(block(name)[:, :1], (nd, 1))[:, 0] for name in ARCH_FEATURES]
+    rows = np.column_stack(arch + [agg[name] for name in AGGREGATE_FEATURES])
+    return rows, s1_cycles, s1_energy
 
 
 def area_matrix(archs: ArchTable) -> np.ndarray:
@@ -421,5 +760,6 @@ def schema() -> dict[str, Any]:
         "version": SCHEMA_VERSION,
         "features": list(FEATURES),
         "area_features": list(AREA_FEATURES),
+        "design_features": list(DESIGN_FEATURES),
         "templates": list(SUPPORTED_TEMPLATES),
     }

@@ -177,9 +177,9 @@ class _Candidate:
 
 def hybrid_sweep_class() -> type:
     """The hybrid sweep, built on the explorer's sweep (imported here: the explorer imports us lazily)."""
-    from dse.explore import _Sweep
+    from dse.explore import Sweep
 
-    class HybridSweep(_Sweep):
+    class HybridSweep(Sweep):
         """Screen with a forest, evaluate exactly what may be on the front, store the rest as predicted."""
 
         def run(self, pool: Any, evaluator: Any, display: Any) -> None:

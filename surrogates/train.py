@@ -50,7 +50,7 @@ def random_split(data: pd.DataFrame, fraction: float, seed: int) -> tuple[pd.Dat
     return data[~test], data[test]
 
 
-def cross_validate(data: pd.DataFrame, kind: str, folds: int, seed: int) -> dict[str, Any]:
+def cross_validate(data: pd.DataFrame, kind: str, folds: int, seed: int, level: str = "op") -> dict[str, Any]:
     """Mean and spread of the per-fold latency/energy/area/power accuracy."""
     workloads = sorted(data["workload"].unique())
     if len(workloads) >= 3:
@@ -69,7 +69,7 @@ def cross_validate(data: pd.DataFrame, kind: str, folds: int, seed: int) -> dict
         test = fold_of == k
         if not test.any() or test.all():
             continue
-        model = SurrogateModel.fit(data[~test], kind, seed)
+        model = SurrogateModel.fit(data[~test], kind, seed, level)
         per_fold.append(design_accuracy(model, data[test]))
     summary: dict[str, Any] = {"folds": len(per_fold), "grouped_by": by}
     for target in per_fold[0] if per_fold else []:
@@ -88,6 +88,7 @@ def train(
     test_fraction: float = 0.2,
     cv_folds: int = 0,
     seed: int = 0,
+    level: str = "op",
 ) -> SurrogateModel:
     """Measure accuracy on the splits, then fit the returned model on all of ``data``."""
     metrics: dict[str, Any] = {}
@@ -96,7 +97,7 @@ def train(
         holdout = [workloads[-1]]
     if holdout:
         train_part, test_part = heldout_split(data, holdout)
-        model = SurrogateModel.fit(train_part, kind, seed)
+        model = SurrogateModel.fit(train_part, kind, seed, level)
         metrics["heldout_workload"] = {
             "test_workloads": list(holdout),
             "train_workloads": sorted(train_part["workload"].unique()),
@@ -104,10 +105,10 @@ def train(
             "roofline_only": roofline_accuracy(test_part),
         }
     train_part, test_part = random_split(data, test_fraction, seed)
-    model = SurrogateModel.fit(train_part, kind, seed)
+    model = SurrogateModel.fit(train_part, kind, seed, level)
     metrics["random_split"] = {"test_fraction": test_fraction, "designs": design_accuracy(model, test_part)}
     if cv_folds >= 2:
-        metrics["cross_validation"] = cross_validate(data, kind, cv_folds, seed)
-    final = SurrogateModel.fit(data, kind, seed)
+        metrics["cross_validation"] = cross_validate(data, kind, cv_folds, seed, level)
+    final = SurrogateModel.fit(data, kind, seed, level)
     final.metrics = metrics
     return final

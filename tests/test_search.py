@@ -227,3 +227,29 @@ def test_default_population_and_startup_follow_the_budget():
 
     assert [default_population(b) for b in (10, 34, 100, 300, 5000)] == [8, 8, 10, 30, 50]
     assert [default_startup_trials(b) for b in (8, 34, 100)] == [4, 8, 10]
+
+
+def test_default_sampler_follows_the_strategy_and_budget():
+    from dse.search import default_population, default_sampler, default_startup_trials
+
+    tpe = default_sampler("tpe", 34, seed=1)
+    assert isinstance(tpe, optuna.samplers.TPESampler)
+    assert tpe._n_startup_trials == default_startup_trials(34) and tpe._multivariate is True
+    nsga2 = default_sampler("nsga2", 100, seed=1)
+    assert isinstance(nsga2, optuna.samplers.NSGAIISampler)
+    assert nsga2._population_size == default_population(100)
+    assert default_sampler("nsga2", 100, seed=1, population=12)._population_size == 12
+
+
+def test_a_given_sampler_replaces_the_default_and_keeps_distinct_points():
+    def run(seed: int) -> list[dict]:
+        sampler = optuna.samplers.RandomSampler(seed=seed)
+        strategy = OptunaStrategy("tpe", _small_space(), FakeSpec().objectives, [], budget=12, seed=0, sampler=sampler)
+        assert strategy.study.sampler is sampler and strategy.tag == "tpe:seed=0"
+        return _drive(strategy, batch=3)
+
+    points = run(4)
+    keys = [tuple(sorted(p.items())) for p in points]
+    assert len(set(keys)) == len(keys) == 12  # the whole small space, each point once
+    assert points == run(4)
+    assert points != run(5)

@@ -68,7 +68,7 @@ def test_cross_features_reproduce_the_mappers_stall_free_cycles():
     points = [{"rows": 16, "cols": 32, "dataflow": df, "sram_kib": 96} for df in ("os", "ws", "is")]
     ops = feat.op_table(graph)
     cross = feat.cross_features(ops, feat.arch_table("systolic", points, {}))
-    compute = 2 ** cross.matrix[:, feat.FEATURES.index("log_compute_cycles")] - 1
+    compute = 2 ** cross.matrix()[:, feat.FEATURES.index("log_compute_cycles")] - 1
     for d, point in enumerate(points):
         arch = SystolicTemplate().instantiate(point)
         mapping = SystolicFoldMapper().map(graph, arch)
@@ -220,3 +220,79 @@ def test_surrogate_trained_on_real_synthesis_predicts_unseen_networks():
         m = accuracy(test_rows[target].to_numpy(), result["predictions"][target].to_numpy())
         assert m["p50"] < 10, (target, m)
     assert set(result["predictions"]) == set(FPGA_TARGETS)
+
+
+def test_vectorised_arch_table_equals_per_point_instantiate():
+    """The batch path must see exactly the designs ``instantiate`` builds, and refuse what it refuses."""
+    template = SystolicTemplate()
+    rng = np.random.default_rng(3)
+    points = [
+        {
+            "rows": int(rng.integers(1, 300)),
+            "cols": int(rng.integers(1, 300)),
+            "dataflow": str(rng.choice(["os", "ws", "is"])),
+            "ifmap_sram_kib": float(rng.uniform(2, 4096)),
+            "filter_sram_kib": float(rng.integers(2, 4096)),
+            "ofmap_sram_kib": float(rng.uniform(2, 4096)),
+            "dram_gbps": float(rng.uniform(1, 400)),
+            "precision": str(rng.choice(["int8", "int16", "fp16", "fp32"])),
+            "tech": str(rng.choice(["asic-45nm", "asic-16nm"])),
+            "vector_lanes": int(rng.choice([0, 16, 64])),
+        }
+        for _ in range(200)
+    ]
+    fixed = {"freq_mhz": 700}
+    table = feat.arch_table("systolic", points, fixed)
+    for i, point in enumerate(points):
+        arch = template.instantiate({**fixed, **point})
+        assert table.columns["_rows"][i] == arch.rows and table.columns["_lanes"][i] == arch.vector_lanes
+        assert table.columns["_ifmap_words"][i] == arch.sram_words("ifmap")
+        assert table.columns["_filter_words"][i] == arch.sram_words("filter")
+        assert table.columns["_words_per_cycle"][i] == pytest.approx(arch.dram_words_per_cycle, rel=1e-12)
+        assert table.columns["_dataflow"][i] == ["os", "ws", "is"].index(arch.dataflow)
+    split = feat.arch_table("systolic", [{"sram_kib": 96.0}, {"sram_kib": 300}], {})
+    assert list(split.columns["log_filter_kib"]) == pytest.approx([np.log2(32.0), np.log2(100.0)])
+    bad = [*points[:5], {**points[5], "ifmap_sram_kib": 0.1}]
+    with pytest.raises(Exception, match="ifmap_sram_kib=0.1 is below the minimum 1 KiB"):
+        feat.arch_table("systolic", bad, fixed)
+    with pytest.raises(Exception, match="give either sram_kib"):
+        feat.arch_table("systolic", [*points[:3], {**points[3], "sram_kib": 30.0}], fixed)
+    with pytest.raises(Exception, match="systolic has no parameter .colz."):
+        feat.arch_table("systolic", [*points[:3], {**points[3], "colz": 4}], fixed)
+
+
+def test_sram_energy_vectorised_matches_the_catalog():
+    from hwmodels.catalog import get_tech
+
+    kib = np.exp(np.random.default_rng(0).uniform(-1, 9, 300))
+    tech = np.array(["asic-45nm", "asic-7nm", "asic-28nm"] * 100, dtype=object)
+    expected = [get_tech(t).sram_energy_pj_per_byte(k) for t, k in zip(tech, kib)]
+    np.testing.assert_allclose(feat._sram_pj_per_byte(tech, kib), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["gb", "rf"])
+def test_design_level_model_batch_path_matches_the_dataset_path(dataset: pd.DataFrame, kind: str, tmp_path: Path):
+    """level=design: the frame path (training/eval) and the batch path (explorer) give the same numbers."""
+    train_part, test_part = random_split(dataset, 0.25, seed=0)
+    model = SurrogateModel.fit(train_part, kind, level="design")
+    truth = design_frame(test_part)
+    pred = model.predict_frame(test_part)
+    latency = accuracy(truth["design_latency_ms"], pred["latency_ms"])
+    assert latency["r2"] > 0.9 and latency["mape"] < 15
+    one = test_part[test_part["workload"] == "small_cnn"]
+    first = one.drop_duplicates("design")
+    params = [c for c in first.columns if c.startswith("param_")]
+    points = [{c[len("param_") :]: row[c] for c in params} for _, row in first.iterrows()]
+    points = [{k: (v.item() if hasattr(v, "item") else v) for k, v in p.items()} for p in points]
+    batch = model.predict_designs(build("small_cnn"), "systolic", points, {"tech": "asic-28nm"})
+    framed = pred[pred["workload"] == "small_cnn"].reset_index(drop=True)
+    np.testing.assert_allclose(batch["latency_cycles"], framed["latency_cycles"], rtol=1e-9)
+    np.testing.assert_allclose(batch["energy_mj"], framed["energy_mj"], rtol=1e-9)
+    loaded = SurrogateModel.load(model.save(tmp_path / "design.joblib"))
+    assert loaded.level == "design"
+    np.testing.assert_allclose(loaded.predict_frame(test_part)["latency_ms"], pred["latency_ms"])
+    if kind == "rf":
+        trees = model.tree_predictions(build("small_cnn"), "systolic", points[:2], {"tech": "asic-28nm"})
+        assert trees.shape == (len(model.design_model.estimators_), 2, 3)
+    with pytest.raises(UserError, match="unknown surrogate level 'layer'"):
+        SurrogateModel.fit(train_part, kind, level="layer")
