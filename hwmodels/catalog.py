@@ -32,6 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+import numpy as np
+
 SOURCES_MD = Path(__file__).resolve().parent / "data" / "SOURCES.md"
 
 # Sources starting with UNVERIFIED come from the project's technology brief and could not be traced to a primary
@@ -428,28 +430,34 @@ class TechNode:
             return self._int_add_pj(bits)
         return (self.fp16_add_pj if bits == 16 else self.fp32_add_pj).value
 
-    def sram_energy_pj_per_byte(self, capacity_kib: float) -> float:
-        """Energy per byte read or written in an SRAM of ``capacity_kib``.
+    def sram_energy_pj_per_byte(self, capacity_kib: float | np.ndarray) -> float | np.ndarray:
+        """Energy per byte read or written in an SRAM of ``capacity_kib`` (a float, or an array of them:
+        the surrogates price a hundred thousand designs at once).
 
         Horowitz's three 64-bit-access anchors (8 KB, 32 KB, 1 MB) are interpolated as a power law in
         capacity (log-log linear), which reproduces them exactly; outside [8 KiB, 1 MiB] the CACTI-like
         sqrt(capacity) law (bit/word-line length grows with the side of the array) extrapolates.
         """
-        if not capacity_kib > 0:
-            raise ValueError(f"capacity_kib must be > 0, got {capacity_kib!r}")
-        anchors = [
+        capacity = np.asarray(capacity_kib, dtype=float)
+        if not np.all(capacity > 0):
+            bad = capacity if capacity.ndim == 0 else capacity[~(capacity > 0)][0]
+            raise ValueError(f"capacity_kib must be > 0, got {bad.item()!r}")
+        (c0, e0), (c1, e1), (c2, e2) = (
             (8.0, self.sram_8kib_pj_per_64b.value),
             (32.0, self.sram_32kib_pj_per_64b.value),
             (1024.0, self.sram_1mib_pj_per_64b.value),
-        ]
-        if capacity_kib <= anchors[0][0]:
-            per_64b = anchors[0][1] * math.sqrt(capacity_kib / anchors[0][0])
-        elif capacity_kib >= anchors[-1][0]:
-            per_64b = anchors[-1][1] * math.sqrt(capacity_kib / anchors[-1][0])
-        else:
-            lo, hi = (anchors[0], anchors[1]) if capacity_kib <= anchors[1][0] else (anchors[1], anchors[2])
-            per_64b = _power_law(capacity_kib, lo[0], lo[1], hi[0], hi[1])
-        return per_64b / 8.0
+        )
+        per_64b = np.where(
+            capacity <= c0,
+            e0 * np.sqrt(capacity / c0),
+            np.where(
+                capacity >= c2,
+                e2 * np.sqrt(capacity / c2),
+                np.where(capacity <= c1, _power_law(capacity, c0, e0, c1, e1), _power_law(capacity, c1, e1, c2, e2)),
+            ),
+        )
+        per_byte = per_64b / 8.0
+        return float(per_byte) if per_byte.ndim == 0 else per_byte
 
     def dram_energy_pj(self, nbytes: float, kind: str = "lpddr4") -> float:
         """Energy to move ``nbytes`` to or from DRAM of ``kind`` (see ``DRAM``); independent of the node."""

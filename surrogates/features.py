@@ -17,7 +17,6 @@ or code whose schema differs.
 from __future__ import annotations
 
 import functools
-import operator
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -218,64 +217,6 @@ class ArchTable:
         return ArchTable({name: values[start:stop] for name, values in self.columns.items()})
 
 
-def _checked_columns(template: Any, points: Sequence[Mapping[str, Any]], fixed: Mapping[str, Any]) -> dict[str, list]:
-    """Every template parameter as a column over the points, each distinct value checked once.
-
-    ``Param.check`` is what ``template.instantiate`` runs per point; checking distinct values instead
-    keeps the checks and costs a dictionary look-up per point.
-    """
-    known = {p.name: p for p in template.params()}
-    given = sorted(points[0])
-    extracted: dict[str, list] = {}
-    if given and all(len(point) == len(given) for point in points):
-        try:  # every point names the same parameters (a space's points do): one C-level pass for all columns
-            tuples = list(map(operator.itemgetter(*given), points))
-            extracted = {given[0]: tuples} if len(given) == 1 else dict(zip(given, map(list, zip(*tuples))))
-        except KeyError:
-            extracted = {}
-    present = set(given) if extracted else set().union(*(point.keys() for point in points))
-    for name in sorted(present | set(fixed)):
-        if name not in known:
-            template.param(name)  # raises with the list of known parameters
-    columns: dict[str, list] = {}
-    for name, param in known.items():
-        base = fixed.get(name, _UNSET)
-        if name not in present:  # the same value for every point: check it once
-            columns[name] = [param.default if base is _UNSET else param.check(base)] * len(points)
-            continue
-        raw = extracted[name] if name in extracted else [point.get(name, base) for point in points]
-        types = {type(value) for value in raw}
-        if param.type in ("int", "float") and types <= {int, float}:
-            columns[name] = _checked_numbers(param, raw)
-        elif (bool in types and len(types) > 1) or not all(t.__hash__ for t in types):
-            # True == 1 as a dict key, or unhashable values: check value by value
-            columns[name] = [param.default if v is _UNSET else param.check(v) for v in raw]
-        else:
-            checked = {v: (param.default if v is _UNSET else param.check(v)) for v in set(raw)}
-            columns[name] = [checked[v] for v in raw]
-    return columns
-
-
-_UNSET = object()
-
-
-def _checked_numbers(param: Any, raw: list) -> np.ndarray:
-    """``Param.check`` for a column of plain numbers, vectorised; the first bad value raises its message."""
-    values = np.asarray(raw, dtype=float)
-    bad = np.zeros(len(values), dtype=bool)
-    if param.type == "int":
-        bad |= values != np.round(values)
-    if param.low is not None:
-        bad |= values < param.low
-    if param.high is not None:
-        bad |= values > param.high
-    if param.choices is not None:
-        bad |= ~np.isin(values, np.asarray(param.choices, dtype=float))
-    if bad.any():
-        param.check(raw[int(np.argmax(bad))])
-    return values
-
-
 def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: Mapping[str, Any]) -> ArchTable:
     """Tabulate the design features of every point, vectorised over the batch.
 
@@ -294,7 +235,7 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
     template = family(template_kind).template()
     if not points:
         raise UserError("no design points to predict", where="points")
-    cols = _checked_columns(template, points, fixed)
+    cols = template.resolve_columns(points, fixed)
     n = len(points)
 
     def refuse(mask: np.ndarray) -> None:
@@ -415,24 +356,13 @@ def _tech_constants(tech: str, precision: str) -> tuple:
 
 
 def _sram_pj_per_byte(tech: np.ndarray, kib: np.ndarray) -> np.ndarray:
-    """``TechNode.sram_energy_pj_per_byte`` for arrays: its log-log interpolation through the three
-    anchors and sqrt extrapolation outside them, once per distinct technology (a test compares the two)."""
+    """The catalog's SRAM energy per byte of each (technology, capacity): one array call per technology."""
     from hwmodels.catalog import get_tech
 
     out = np.empty(len(kib))
-    log_kib = np.log(kib)
     for name in set(tech.tolist()):
-        node = get_tech(name)
-        caps = np.log([8.0, 32.0, 1024.0])
-        values = np.log(
-            [node.sram_8kib_pj_per_64b.value, node.sram_32kib_pj_per_64b.value, node.sram_1mib_pj_per_64b.value]
-        )
         mask = tech == name
-        x = log_kib[mask]
-        inside = np.interp(x, caps, values)
-        below = values[0] + 0.5 * (x - caps[0])
-        above = values[-1] + 0.5 * (x - caps[-1])
-        out[mask] = np.exp(np.where(x <= caps[0], below, np.where(x >= caps[-1], above, inside))) / 8.0
+        out[mask] = get_tech(name).sram_energy_pj_per_byte(kib[mask])
     return out
 
 
@@ -637,6 +567,16 @@ class LinearStage:
         return out
 
 
+def to_log_ratio(value: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """The surrogates' target: a value as a log ratio to its analytical baseline (+1 keeps zeros finite)."""
+    return np.log((value + 1.0) / (base + 1.0))
+
+
+def from_log_ratio(ratio: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """Invert ``to_log_ratio``, clipped at zero."""
+    return np.maximum(np.exp(ratio) * (base + 1.0) - 1.0, 0.0)
+
+
 def _unlog(x: np.ndarray) -> np.ndarray:
     return np.exp2(x) - 1.0
 
@@ -675,8 +615,8 @@ def design_features(
     """
     cnt = count[None, :]
     ratio_c, ratio_e = stage1.ratios(block)
-    s1_cycles = (np.maximum(np.exp(ratio_c) * (roofline + 1.0) - 1.0, 0.0) * cnt).sum(axis=1)
-    s1_energy = (np.maximum(np.exp(ratio_e) * (floor + 1.0) - 1.0, 0.0) * cnt).sum(axis=1)
+    s1_cycles = (from_log_ratio(ratio_c, roofline) * cnt).sum(axis=1)
+    s1_energy = (from_log_ratio(ratio_e, floor) * cnt).sum(axis=1)
 
     def raw(name: str, log_name: str) -> np.ndarray:
         """A raw cycle/word block per op *times its multiplicity*; from its log feature where not at hand."""
@@ -693,9 +633,6 @@ def design_features(
     fill = raw("_fill", "log_fill_cycles")
     refetch = raw("_refetch", "log_refetch_words")
     nd = roof.shape[0]
-
-    def total(x: np.ndarray) -> np.ndarray:
-        return x.sum(axis=1)
 
     def weighted(name: str) -> np.ndarray:
         """sum over ops of roofline x feature (a matrix-vector product for op features)."""
@@ -714,17 +651,17 @@ def design_features(
     agg = {
         "log_roofline_total": np.log2(r_total + 1.0),
         "log_energy_floor_total": np.log2(e_total + 1.0),
-        "log_compute_total": np.log2(total(compute) + 1.0),
-        "log_vector_total": np.log2(total(vector) + 1.0),
-        "log_memory_total": np.log2(total(memory) + 1.0),
-        "log_fill_total": np.log2(total(fill) + 1.0),
-        "log_refetch_total": np.log2(total(refetch) + 1.0),
-        "frac_memory_bound": total(np.where(memory > busy, roof, 0.0)) / denom,
-        "frac_overlap": total(np.minimum(busy, memory)) / denom,
-        "frac_fill": total(fill) / denom,
-        "frac_compute": total(compute) / denom,
-        "frac_vector": total(vector) / denom,
-        "frac_memory": total(memory) / denom,
+        "log_compute_total": np.log2(compute.sum(axis=1) + 1.0),
+        "log_vector_total": np.log2(vector.sum(axis=1) + 1.0),
+        "log_memory_total": np.log2(memory.sum(axis=1) + 1.0),
+        "log_fill_total": np.log2(fill.sum(axis=1) + 1.0),
+        "log_refetch_total": np.log2(refetch.sum(axis=1) + 1.0),
+        "frac_memory_bound": np.where(memory > busy, roof, 0.0).sum(axis=1) / denom,
+        "frac_overlap": np.minimum(busy, memory).sum(axis=1) / denom,
+        "frac_fill": fill.sum(axis=1) / denom,
+        "frac_compute": compute.sum(axis=1) / denom,
+        "frac_vector": vector.sum(axis=1) / denom,
+        "frac_memory": memory.sum(axis=1) / denom,
         "frac_array": (roof @ array_share) / denom,
         **{
             f"rw_{name}": weighted(column) / denom
@@ -742,8 +679,8 @@ def design_features(
         },
         "util_array": (macs @ array_share) / ((compute @ array_share) * pe + 1.0),
         "log_op_count": np.full(nd, np.log2(count.sum() + 1.0)),
-        "stage1_cycles_over_roofline": np.log((s1_cycles + 1.0) / denom),
-        "stage1_energy_over_floor": np.log((s1_energy + 1.0) / (e_total + 1.0)),
+        "stage1_cycles_over_roofline": to_log_ratio(s1_cycles, r_total),
+        "stage1_energy_over_floor": to_log_ratio(s1_energy, e_total),
     }
     arch = [np.broadcast_to(block(name)[:, :1], (nd, 1))[:, 0] for name in ARCH_FEATURES]
     rows = np.column_stack(arch + [agg[name] for name in AGGREGATE_FEATURES])

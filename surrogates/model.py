@@ -27,33 +27,78 @@ LEVELS = ("op", "design")
 FORMAT = "dse-surrogate"
 
 
+def _boosting(
+    seed: int,
+    max_iter: int,
+    learning_rate: float,
+    max_leaf_nodes: int,
+    min_samples_leaf: int = 8,
+    l2_regularization: float = 1e-3,
+) -> Any:
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    return HistGradientBoostingRegressor(
+        max_iter=max_iter,
+        learning_rate=learning_rate,
+        max_leaf_nodes=max_leaf_nodes,
+        min_samples_leaf=min_samples_leaf,
+        l2_regularization=l2_regularization,
+        early_stopping=False,
+        random_state=seed,
+    )
+
+
+def _forest(seed: int, n_estimators: int) -> Any:
+    from sklearn.ensemble import RandomForestRegressor
+
+    return RandomForestRegressor(
+        n_estimators=n_estimators, min_samples_leaf=2, max_features=0.6, n_jobs=2, random_state=seed
+    )
+
+
+def _unknown_kind(kind: str) -> UserError:
+    return UserError(f"unknown model kind {kind!r}; choose one of: {', '.join(MODEL_KINDS)}", where="--model")
+
+
 def make_regressor(kind: str, multi_output: bool, seed: int = 0) -> Any:
-    """gb: one HistGradientBoosting per target (wrapped for several); rf: one multi-output forest."""
-    from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
+    """The op-level regressor. gb: one HistGradientBoosting per target (wrapped for several); rf: one
+    multi-output forest."""
     from sklearn.multioutput import MultiOutputRegressor
 
     if kind == "gb":
-        gb = HistGradientBoostingRegressor(
-            max_iter=400,
-            learning_rate=0.08,
-            max_leaf_nodes=63,
-            min_samples_leaf=8,
-            l2_regularization=1e-3,
-            early_stopping=False,
-            random_state=seed,
-        )
+        gb = _boosting(seed, max_iter=400, learning_rate=0.08, max_leaf_nodes=63)
         return MultiOutputRegressor(gb) if multi_output else gb
     if kind == "rf":
-        return RandomForestRegressor(n_estimators=64, min_samples_leaf=2, max_features=0.6, n_jobs=2, random_state=seed)
-    raise UserError(f"unknown model kind {kind!r}; choose one of: {', '.join(MODEL_KINDS)}", where="--model")
+        return _forest(seed, 64)
+    raise _unknown_kind(kind)
+
+
+def make_area_regressor(kind: str, seed: int = 0) -> Any:
+    """Area is the catalog floor times a smooth overhead of a few design features: a small model suffices."""
+    if kind == "gb":
+        return _boosting(seed, 40, 0.2, 15, min_samples_leaf=20, l2_regularization=0.0)
+    if kind == "rf":  # as many trees as the op-level forest: uncertainty pairs them up tree by tree
+        return _forest(seed, 64)
+    raise _unknown_kind(kind)
+
+
+def make_design_regressor(kind: str, seed: int = 0) -> Any:
+    """The design-level regressor of the two log ratios: one tree walk per design, kept small for speed."""
+    from sklearn.multioutput import MultiOutputRegressor
+
+    if kind == "gb":
+        return MultiOutputRegressor(_boosting(seed, max_iter=60, learning_rate=0.15, max_leaf_nodes=31))
+    if kind == "rf":
+        return _forest(seed, 32)
+    raise _unknown_kind(kind)
 
 
 def op_targets(data: pd.DataFrame) -> np.ndarray:
     """log ratios of the true per-op cycles and energy to their roofline baselines."""
     return np.column_stack(
         [
-            np.log((data["cycles"].to_numpy() + 1.0) / (data["roofline_cycles"].to_numpy() + 1.0)),
-            np.log((data["energy_pj"].to_numpy() + 1.0) / (data["energy_floor_pj"].to_numpy() + 1.0)),
+            feat.to_log_ratio(data["cycles"].to_numpy(), data["roofline_cycles"].to_numpy()),
+            feat.to_log_ratio(data["energy_pj"].to_numpy(), data["energy_floor_pj"].to_numpy()),
         ]
     )
 
@@ -141,8 +186,8 @@ class SurrogateModel:
         )
         targets = np.column_stack(
             [
-                np.log((truth["design_latency_cycles"].to_numpy() + 1.0) / (s1_cycles + 1.0)),
-                np.log((truth["design_energy_mj"].to_numpy() * 1e9 + 1.0) / (s1_energy + 1.0)),
+                feat.to_log_ratio(truth["design_latency_cycles"].to_numpy(), s1_cycles),
+                feat.to_log_ratio(truth["design_energy_mj"].to_numpy() * 1e9, s1_energy),
             ]
         )
         design_model = make_design_regressor(kind, seed)
@@ -158,7 +203,7 @@ class SurrogateModel:
         area = area_from(self.area_model, firsts[list(feat.AREA_FEATURES)].to_numpy())
         if self.level == "design":
             rows, s1_cycles, s1_energy, index = frame_design_features(data, self.stage1)
-            cycles, energy = _from_design(self.design_model.predict(rows), s1_cycles, s1_energy)
+            cycles, energy = _from_ratios(self.design_model.predict(rows), s1_cycles, s1_energy)
             sums = index.assign(cycles=cycles, energy_pj=energy)
             sums = firsts.reset_index()[["workload", "design"]].merge(sums, on=["workload", "design"], how="left")
         else:
@@ -195,16 +240,7 @@ class SurrogateModel:
         """Metrics of whole designs (one row per point) for ``graph``: latency, energy, area, power."""
         ops = ops or feat.op_table(graph)
         archs = feat.arch_table(template_kind, points, fixed)
-        if self.level == "design":
-            rows, s1_cycles, s1_energy = feat.batch_design_features(ops, archs, self.stage1)
-            cycles, energy = _from_design(self.design_model.predict(rows), s1_cycles, s1_energy)
-        else:
-            cross = feat.cross_features(ops, archs)
-            ratios = self.op_model.predict(cross.matrix())
-            cycles, energy = _from_ratios(ratios, cross.roofline_cycles, cross.energy_floor_pj)
-            shape = (cross.n_designs, cross.n_ops)
-            cycles = (cycles.reshape(shape) * ops.count).sum(axis=1)
-            energy = (energy.reshape(shape) * ops.count).sum(axis=1)
+        ((cycles, energy),) = self._design_totals(ops, archs, [self._regressor])
         area = area_from(self.area_model, feat.area_matrix(archs))
         batch = int(getattr(graph, "meta", {}).get("batch", 1) or 1)
         return _design_metrics(cycles, energy, area, archs.columns["_freq"], batch=batch)
@@ -226,28 +262,37 @@ class SurrogateModel:
         ops = ops or feat.op_table(graph)
         archs = feat.arch_table(template_kind, points, fixed)
         area_x = feat.area_matrix(archs)
-        out = []
+        totals = self._design_totals(ops, archs, self._regressor.estimators_)
+        return np.stack(
+            [
+                np.column_stack([cycles, energy, area_from(area_tree, area_x)])
+                for (cycles, energy), area_tree in zip(totals, self.area_model.estimators_)
+            ]
+        )
+
+    @property
+    def _regressor(self) -> Any:
+        """The cycle/energy regressor of this model's level."""
+        return self.design_model if self.level == "design" else self.op_model
+
+    def _design_totals(
+        self, ops: feat.OpTable, archs: feat.ArchTable, regressors: Sequence[Any]
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Whole-design (cycles, energy) once per regressor (the model's, or each tree of its forest);
+        the features are built once for all of them."""
         if self.level == "design":
             rows, s1_cycles, s1_energy = feat.batch_design_features(ops, archs, self.stage1)
-            for design_tree, area_tree in zip(self.design_model.estimators_, self.area_model.estimators_):
-                cycles, energy = _from_design(design_tree.predict(rows), s1_cycles, s1_energy)
-                out.append(np.column_stack([cycles, energy, area_from(area_tree, area_x)]))
-            return np.stack(out)
+            return [_from_ratios(regressor.predict(rows), s1_cycles, s1_energy) for regressor in regressors]
         cross = feat.cross_features(ops, archs)
+        matrix = cross.matrix()
         shape = (cross.n_designs, cross.n_ops)
-        for op_tree, area_tree in zip(self.op_model.estimators_, self.area_model.estimators_):
-            ratios = op_tree.predict(cross.matrix())
-            cycles, energy = _from_ratios(ratios, cross.roofline_cycles, cross.energy_floor_pj)
-            out.append(
-                np.column_stack(
-                    [
-                        (cycles.reshape(shape) * ops.count).sum(axis=1),
-                        (energy.reshape(shape) * ops.count).sum(axis=1),
-                        area_from(area_tree, area_x),
-                    ]
-                )
+        totals = []
+        for regressor in regressors:
+            cycles, energy = _from_ratios(regressor.predict(matrix), cross.roofline_cycles, cross.energy_floor_pj)
+            totals.append(
+                ((cycles.reshape(shape) * ops.count).sum(axis=1), (energy.reshape(shape) * ops.count).sum(axis=1))
             )
-        return np.stack(out)
+        return totals
 
     # ------------------------------------------------------------------------------------- files
     def save(self, path: str | Path) -> Path:
@@ -308,41 +353,6 @@ def _schema_difference(saved: dict[str, Any], expected: dict[str, Any]) -> str:
     return "differs"
 
 
-def make_area_regressor(kind: str, seed: int = 0) -> Any:
-    """Area is the catalog floor times a smooth overhead of a few design features: a small model suffices."""
-    from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
-
-    if kind == "gb":
-        return HistGradientBoostingRegressor(
-            max_iter=40, learning_rate=0.2, max_leaf_nodes=15, early_stopping=False, random_state=seed
-        )
-    if kind == "rf":  # as many trees as the op-level forest: uncertainty pairs them up tree by tree
-        return RandomForestRegressor(n_estimators=64, min_samples_leaf=2, max_features=0.6, n_jobs=2, random_state=seed)
-    raise UserError(f"unknown model kind {kind!r}; choose one of: {', '.join(MODEL_KINDS)}", where="--model")
-
-
-def make_design_regressor(kind: str, seed: int = 0) -> Any:
-    """The design-level regressor of the two log ratios; small enough to walk 100,000 designs a second."""
-    from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
-    from sklearn.multioutput import MultiOutputRegressor
-
-    if kind == "gb":
-        return MultiOutputRegressor(
-            HistGradientBoostingRegressor(
-                max_iter=60,
-                learning_rate=0.15,
-                max_leaf_nodes=31,
-                min_samples_leaf=8,
-                l2_regularization=1e-3,
-                early_stopping=False,
-                random_state=seed,
-            )
-        )
-    if kind == "rf":
-        return RandomForestRegressor(n_estimators=32, min_samples_leaf=2, max_features=0.6, n_jobs=2, random_state=seed)
-    raise UserError(f"unknown model kind {kind!r}; choose one of: {', '.join(MODEL_KINDS)}", where="--model")
-
-
 def fit_linear_stage(data: pd.DataFrame, alpha: float = 1.0) -> feat.LinearStage:
     """Ridge regression of the per-op log ratios on the standardised features, scaling folded into the weights."""
     from sklearn.linear_model import Ridge
@@ -387,18 +397,11 @@ def frame_design_features(
     return np.vstack(parts), np.concatenate(s1c), np.concatenate(s1e), pd.concat(index, ignore_index=True)
 
 
-def _from_design(ratios: np.ndarray, s1_cycles: np.ndarray, s1_energy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    ratios = np.asarray(ratios).reshape(len(s1_cycles), 2)
-    cycles = np.maximum(np.exp(ratios[:, 0]) * (s1_cycles + 1.0) - 1.0, 0.0)
-    energy = np.maximum(np.exp(ratios[:, 1]) * (s1_energy + 1.0) - 1.0, 0.0)
-    return cycles, energy
-
-
-def _from_ratios(ratios: np.ndarray, roofline: np.ndarray, floor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    ratios = np.asarray(ratios).reshape(len(roofline), 2)
-    cycles = np.maximum(np.exp(ratios[:, 0]) * (roofline + 1.0) - 1.0, 0.0)
-    energy = np.maximum(np.exp(ratios[:, 1]) * (floor + 1.0) - 1.0, 0.0)
-    return cycles, energy
+def _from_ratios(ratios: np.ndarray, cycles_base: np.ndarray, energy_base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cycles and energy from predicted log ratios to their baselines (per op: the rooflines; per design:
+    the linear stage's totals)."""
+    ratios = np.asarray(ratios).reshape(len(cycles_base), 2)
+    return feat.from_log_ratio(ratios[:, 0], cycles_base), feat.from_log_ratio(ratios[:, 1], energy_base)
 
 
 def _design_metrics(

@@ -21,6 +21,7 @@ from surrogates.evaluate import accuracy
 from surrogates.hybrid import wrap_evaluator
 from surrogates.model import SurrogateModel
 from surrogates.train import heldout_split, random_split, train
+from templates.base import TemplateError
 from templates.systolic import SystolicTemplate
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -253,11 +254,11 @@ def test_vectorised_arch_table_equals_per_point_instantiate():
     split = feat.arch_table("systolic", [{"sram_kib": 96.0}, {"sram_kib": 300}], {})
     assert list(split.columns["log_filter_kib"]) == pytest.approx([np.log2(32.0), np.log2(100.0)])
     bad = [*points[:5], {**points[5], "ifmap_sram_kib": 0.1}]
-    with pytest.raises(Exception, match="ifmap_sram_kib=0.1 is below the minimum 1 KiB"):
+    with pytest.raises(TemplateError, match="ifmap_sram_kib=0.1 is below the minimum 1 KiB"):
         feat.arch_table("systolic", bad, fixed)
-    with pytest.raises(Exception, match="give either sram_kib"):
+    with pytest.raises(TemplateError, match="give either sram_kib"):
         feat.arch_table("systolic", [*points[:3], {**points[3], "sram_kib": 30.0}], fixed)
-    with pytest.raises(Exception, match="systolic has no parameter .colz."):
+    with pytest.raises(TemplateError, match="systolic has no parameter .colz."):
         feat.arch_table("systolic", [*points[:3], {**points[3], "colz": 4}], fixed)
 
 
