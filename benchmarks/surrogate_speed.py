@@ -3,8 +3,8 @@
 A full-design prediction = latency, energy, area and power of one design point running the whole
 network, from the design point itself (features included). Target: >= 100,000 full-design
 predictions per second on 2 cores. Both surrogate levels are timed: ``op`` (a tree walk per
-(design, op) pair; generalises best to unseen networks) and ``design`` (a per-op linear stage and
-one tree walk per design).
+(design, op) pair) and ``design`` (the closed-form baseline of every (design, op) pair, summed per
+design, and one tree walk per design).
 
     python benchmarks/surrogate_speed.py [--designs 100000] [--model resnet18]
 """

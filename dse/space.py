@@ -135,7 +135,7 @@ class Dimension:
             return tuple(round(low + k * self.step, 12) for k in range(count))
         raise ValueError(
             f"{self.name}: a float range needs `num` or `step` to form a grid; "
-            "add num: N or step: S, or use a sampling strategy (random, nsga2, tpe)"
+            "add num: N or step: S, or use a sampling strategy (random, nsga2, tpe, gp)"
         )
 
     def support_size(self) -> int | None:

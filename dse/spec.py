@@ -99,7 +99,7 @@ class Bound(_Model):
 
 
 class Search(_Model):
-    strategy: Literal["grid", "random", "nsga2", "tpe"] = "grid"
+    strategy: Literal["grid", "random", "nsga2", "tpe", "gp"] = "grid"
     budget: int | None = Field(None, ge=1, description="an integer >= 1 (points to evaluate)")
     seed: int = Field(0, ge=0, description="an integer >= 0 (random seed, default 0)")
     population: int | None = Field(None, ge=2, description="an integer >= 2 (nsga2 population size)")
@@ -780,7 +780,7 @@ def _check_template(spec: Spec, problems: list[tuple[Loc, str]], tech_ok: bool) 
                 (
                     loc,
                     "a float range needs `num` or `step` for grid search; add num: N or step: S, "
-                    "or use strategy random, nsga2 or tpe",
+                    "or use strategy random, nsga2, tpe or gp",
                 )
             )
         dims.append(dim)

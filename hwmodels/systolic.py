@@ -38,7 +38,8 @@ import functools
 import math
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -563,6 +564,16 @@ def ofmap_tail(writes: float, sram_words: int, drain_words_per_cycle: float) -> 
     return math.ceil(left / drain_words_per_cycle), drains
 
 
+def array_sram_reads(dataflow: str, sr: Any, sc: Any, t: Any, rf: Any, cf: Any) -> tuple[Any, Any]:
+    """(ifmap, filter) SRAM reads of the array for one GEMM copy (numbers or arrays): the streamed operand
+    is read once per fold of the other side, the stationary one once."""
+    if dataflow == "os":
+        return sr * t * cf, t * sc * rf
+    if dataflow == "ws":
+        return t * sr * cf, sr * sc
+    return sr * sc, t * sr * cf
+
+
 def gemm_cost(gemm: LoweredGemm, arch: SystolicArch, write_output: bool = True) -> GemmCost:
     """Everything SCALE-Sim reports for one layer, for all ``gemm.count`` copies run back to back.
 
@@ -587,12 +598,7 @@ def gemm_cost(gemm: LoweredGemm, arch: SystolicArch, write_output: bool = True) 
     array_writes = float(gemm.M * gemm.N * (1 if df == "os" else rf))
     of_writes = array_writes if write_output else 0.0
 
-    if df == "os":
-        sram_if, sram_f = sr * t * cf, t * sc * rf
-    elif df == "ws":
-        sram_if, sram_f = t * sr * cf, sr * sc
-    else:
-        sram_if, sram_f = sr * sc, t * sr * cf
+    sram_if, sram_f = array_sram_reads(df, sr, sc, t, rf, cf)
     sram_of = array_writes
 
     bw = arch.dram_words_per_cycle
@@ -636,6 +642,180 @@ def gemm_cost(gemm: LoweredGemm, arch: SystolicArch, write_output: bool = True) 
         row_folds=rf,
         col_folds=cf,
     )
+
+
+# ---------------------------------------------------------------------------------------------------
+# The same closed forms over arrays: many (design, GEMM) pairs at once
+# ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GemmShapes:
+    """Lowered GEMMs as arrays (one entry per GEMM, any broadcastable shape): ``LoweredGemm`` and the
+    ``ConvGeometry`` figures ``gemm_cost`` uses, for ``gemm_cost_arrays``."""
+
+    m: np.ndarray
+    k: np.ndarray
+    n: np.ndarray
+    count: np.ndarray
+    unique_inputs: np.ndarray
+    references: np.ndarray
+    row_uses: np.ndarray
+    used_rows: np.ndarray
+    col_uses: np.ndarray
+    used_cols: np.ndarray
+    P: np.ndarray
+    Q: np.ndarray
+    R: np.ndarray
+    S: np.ndarray
+    C: np.ndarray
+    stride_h: np.ndarray
+    stride_w: np.ndarray
+    write_output: np.ndarray  # bool: False for a fused producer whose ofmap stays on chip
+
+    @classmethod
+    def of(cls, gemms: list[LoweredGemm], write_output: list[bool]) -> GemmShapes:
+        g = [x.geometry for x in gemms]
+        a = functools.partial(np.array, dtype=float)
+        return cls(
+            a([x.M for x in gemms]), a([x.K for x in gemms]), a([x.N for x in gemms]), a([x.count for x in gemms]),
+            a([x.unique_inputs for x in g]), a([x.references for x in g]), a([x.row_uses for x in g]),
+            a([x.used_rows for x in g]), a([x.col_uses for x in g]), a([x.used_cols for x in g]),
+            a([x.P for x in g]), a([x.Q for x in g]), a([x.R for x in g]), a([x.S for x in g]), a([x.C for x in g]),
+            a([x.stride_h for x in g]), a([x.stride_w for x in g]), np.array(write_output, dtype=bool),
+        )  # fmt: skip
+
+    def take(self, index: np.ndarray) -> GemmShapes:
+        """The GEMMs at ``index`` (a mask or indices over the last axis)."""
+        return GemmShapes(*(getattr(self, f.name)[..., index] for f in fields(self)))
+
+
+def gemm_cost_arrays(
+    s: GemmShapes,
+    dataflow: str,
+    dram_mode: str,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    words_if: np.ndarray,
+    words_f: np.ndarray,
+    words_of: np.ndarray,
+    words_per_cycle: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """``gemm_cost`` for every (design, GEMM) pair of one dataflow and DRAM mode: design-side arrays
+    broadcast against ``s``'s GEMM-side arrays. Batch consumers (the surrogates) call it for 10^5 designs.
+
+    The same formulas as ``gemm_cost`` for ``shared`` DRAM and for ``is``; two stand-ins where the
+    scalar model walks a sequence: the os filter's per-column-fold epoch rule is replaced by its
+    expectation (a block of b < W words straddles a boundary with probability b/W and then re-fetches
+    b/2 on average), and ``unlimited`` / os-ws ``per_operand`` use these closed forms instead of the
+    SCALE-Sim replays. ``approximate`` marks the pairs where either applies.
+    Returns per pair, all copies: cycles, compute_cycles, busy_cycles, fill_cycles, tail_cycles, the
+    DRAM reads/writes and SRAM accesses of ``GemmCost``, and ``approximate``.
+    """
+    sr, sc, t = {"os": (s.m, s.n, s.k), "ws": (s.k, s.n, s.m), "is": (s.k, s.m, s.n)}[dataflow]
+    rf, cf = np.ceil(sr / rows), np.ceil(sc / cols)
+    lines = rf * cf * (t + rows + cols - 2 + (0 if dataflow == "os" else rows))
+    per_set_if = np.maximum(1.0, np.floor(words_if / _SETS_PER_BUFFER))
+    per_set_f = np.maximum(1.0, np.floor(words_f / _SETS_PER_BUFFER))
+    epoch_if, epoch_f = _ACTIVE_SETS * per_set_if, _ACTIVE_SETS * per_set_f
+    if_reads = _ifmap_reads_arrays(s, dataflow, rows, cols, cf, epoch_if)
+    f_reads, approximate = _filter_reads_arrays(s, dataflow, rows, cols, rf, cf, epoch_f)
+    bw = words_per_cycle
+
+    def fill(reads: np.ndarray, epoch: np.ndarray, per_set: np.ndarray, first: np.ndarray | float) -> np.ndarray:
+        return np.where(reads >= epoch, np.ceil(epoch / bw) - first, np.ceil(np.ceil(reads / per_set) * per_set / bw))
+
+    fill_if = fill(if_reads, epoch_if, per_set_if, rows if dataflow == "ws" else 0.0)
+    fill_f = fill(f_reads, epoch_f, per_set_f, rows if dataflow == "is" else 0.0)
+    array_writes = s.m * s.n * (1.0 if dataflow == "os" else rf)
+    of_writes = np.where(s.write_output, array_writes, 0.0)
+    drain_bw = cols if dram_mode == "unlimited" else bw
+    half = words_of - np.ceil(words_of / 2)
+    drains = np.where(of_writes > 0, np.floor(np.maximum(of_writes - 1.0, 0.0) / half), 0.0)
+    tail = np.ceil((of_writes - drains * half) / drain_bw)
+    during_if = if_reads - np.minimum(if_reads, fill_if * bw)
+    during_f = f_reads - np.minimum(f_reads, fill_f * bw)
+    during_of = np.maximum(0.0, of_writes - tail * drain_bw)
+    if dram_mode == "unlimited":
+        fill_cycles, busy = np.maximum(fill_if, fill_f), lines
+        approximate = approximate | True
+    elif dram_mode == "per_operand":
+        fill_cycles = np.maximum(fill_if, fill_f)
+        busy = np.maximum(np.maximum(lines, during_if / bw), np.maximum(during_f / bw, during_of / bw))
+        approximate = approximate | (dataflow != "is")
+    else:
+        fill_cycles = fill_if + fill_f
+        busy = np.maximum(lines, (during_if + during_f + during_of) / bw)
+    sram_if, sram_f = array_sram_reads(dataflow, sr, sc, t, rf, cf)
+    n = s.count
+    figures = {
+        "cycles": fill_cycles + n * busy + tail,
+        "compute_cycles": n * lines,
+        "busy_cycles": n * busy,
+        "fill_cycles": fill_cycles,
+        "tail_cycles": tail,
+        "ifmap_dram_reads": n * if_reads,
+        "filter_dram_reads": n * f_reads,
+        "ofmap_dram_writes": n * of_writes,
+        "ifmap_sram_reads": n * sram_if,
+        "filter_sram_reads": n * sram_f,
+        "ofmap_sram_writes": n * array_writes,
+        "row_folds": rf,
+        "col_folds": cf,
+        "approximate": approximate,
+    }
+    shape = np.broadcast_shapes(*(np.shape(value) for value in figures.values()))
+    return {name: np.broadcast_to(value, shape) for name, value in figures.items()}
+
+
+def _ifmap_reads_arrays(
+    s: GemmShapes, dataflow: str, rows: np.ndarray, cols: np.ndarray, cf: np.ndarray, epoch: np.ndarray
+) -> np.ndarray:
+    """``ifmap_dram_reads`` (one copy) over arrays: ``ifmap_pass_fetches``'s spans, then the passes."""
+    unique, refs = s.unique_inputs, s.references
+    if dataflow in ("os", "is"):
+        n_r, n_s = s.row_uses / s.used_rows, s.col_uses / s.used_cols
+        pixels = s.P * s.Q
+        chunk = rows if dataflow == "os" else cols
+        fetched = unique + 0.0 * epoch
+        for _ in range(3):
+            per_pixel = fetched / pixels
+            span = (n_r - 1) * s.Q * per_pixel + (n_s - 1) * per_pixel * (s.stride_w * chunk / (s.R * s.S) + 1)
+            fetched = np.minimum(refs, unique + unique * span / epoch)
+        one_pass = fetched
+    else:
+        horizontal = s.row_uses * s.C * (s.col_uses - s.used_cols)
+        vertical = s.C * s.used_cols * (s.row_uses - s.used_rows)
+        h_gap, v_gap = s.stride_w * s.C / rows, s.stride_h * s.S * s.C / rows
+        cross_h, cross_v = horizontal * np.minimum(1.0, h_gap), vertical * np.minimum(1.0, v_gap)
+        block_words = (unique + cross_h + cross_v) / np.ceil(s.R * s.S * s.C / rows)
+        h_miss = np.minimum(1.0, np.maximum(1.0, h_gap) * block_words / epoch)
+        v_miss = np.minimum(1.0, np.maximum(1.0, v_gap) * block_words / epoch)
+        one_pass = unique + cross_h * h_miss + cross_v * v_miss
+    small = (unique < epoch) | (refs <= unique)
+    one_pass = np.where(small, np.where(refs > 0, np.minimum(unique, refs), unique), one_pass)
+    if dataflow == "is":
+        return one_pass
+    return np.where(unique < epoch, one_pass, one_pass * cf)
+
+
+def _filter_reads_arrays(
+    s: GemmShapes, dataflow: str, rows: np.ndarray, cols: np.ndarray, rf: np.ndarray, cf: np.ndarray, epoch: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``filter_dram_reads`` (one copy) over arrays, and where it is the os expectation (see above)."""
+    kn = s.k * s.n
+    if dataflow == "ws":
+        return kn + 0.0 * epoch, np.zeros(np.broadcast_shapes(np.shape(kn), np.shape(epoch)), dtype=bool)
+    if dataflow == "is":
+        exact = np.where((cf <= 1) | (kn < epoch), kn, kn * cf)
+        return exact, np.zeros(np.shape(exact), dtype=bool)
+
+    def block_fetches(block: np.ndarray) -> np.ndarray:
+        expected = block + block * np.minimum(block, epoch) / (2 * epoch)
+        return np.where(rf <= 1, block, np.where(block >= epoch, block * rf, expected))
+
+    full, last = s.k * cols, s.k * (s.n - (cf - 1) * cols)
+    reads = (cf - 1) * block_fetches(full) + block_fetches(last)
+    approximate = (rf > 1) & ((full < epoch) | (last < epoch))
+    return reads, approximate
 
 
 # ---------------------------------------------------------------------------------------------------

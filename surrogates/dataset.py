@@ -1,9 +1,9 @@
 """Training data: sample design points of a spec's space, evaluate them analytically, store features + targets.
 
 One parquet row per (workload, design point, distinct op): the op's features (``features.FEATURES``),
-its roofline baselines, its multiplicity in the graph, the analytical model's per-op targets
-(``cycles``, ``energy_pj``) and the whole design's figures (``design_*`` columns, repeated on every row
-of the design) so full-design accuracy can be measured from the same file.
+its closed-form baselines (``features.PAIR_COLUMNS``), its multiplicity in the graph, the analytical
+model's per-op targets (``cycles``, ``energy_pj``) and the whole design's figures (``design_*``
+columns, repeated on every row of the design) so full-design accuracy can be measured from the same file.
 
 Points are stratified: every combination of the categorical parameters gets an equal share and the
 numeric ones are drawn uniformly (log-uniformly for log ranges). Evaluation runs on the explorer's
@@ -155,8 +155,9 @@ def _frame(
     frame.insert(1, "design", np.repeat(np.arange(nd), no))
     frame.insert(2, "op", np.tile(np.array(ops.names, dtype=object), nd))
     frame.insert(3, "op_count", np.tile(ops.count, nd))
-    frame["roofline_cycles"] = cross.roofline_cycles
-    frame["energy_floor_pj"] = cross.energy_floor_pj
+    for name in feat.PAIR_COLUMNS:
+        if name not in frame:
+            frame[name] = cross.column(name).reshape(-1)
     per_op = np.concatenate([r[0] for r in results])
     frame["cycles"] = per_op[:, 0]
     frame["energy_pj"] = per_op[:, 1]
@@ -206,7 +207,7 @@ def design_frame(data: pd.DataFrame) -> pd.DataFrame:
 
 def check_dataset(data: pd.DataFrame, path: str) -> None:
     """Refuse a file that is not a dataset of this schema, naming what is missing."""
-    needed = ["workload", "design", "op_count", *feat.FEATURES, *OP_TARGETS, "roofline_cycles", "energy_floor_pj"]
+    needed = ["workload", "design", "op_count", *feat.FEATURES, *feat.PAIR_COLUMNS, *OP_TARGETS]
     missing = [c for c in needed if c not in data.columns]
     if missing:
         shown = ", ".join(missing[:6]) + (" ..." if len(missing) > 6 else "")

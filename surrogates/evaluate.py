@@ -49,20 +49,34 @@ def design_accuracy(model, data: pd.DataFrame, targets: Sequence[str] = REPORTED
     return {t: accuracy(truth[f"design_{t}"].to_numpy(), pred[t].to_numpy()) for t in targets if t in DESIGN_TARGETS}
 
 
-def roofline_accuracy(data: pd.DataFrame) -> dict[str, dict]:
-    """The roofline baseline alone (no learning): design cycles = sum of per-op rooflines."""
-    rows = data.assign(roof=data["roofline_cycles"] * data["op_count"])
-    sums = rows.groupby(["workload", "design"], sort=False).agg(
-        roof=("roof", "sum"), true=("design_latency_cycles", "first")
+def baseline_accuracy(data: pd.DataFrame) -> dict[str, dict]:
+    """The baselines alone (no learning): design cycles and energy = sums of the per-op closed forms
+    (``surrogates.features.pair_costs``), and the plain roofline's cycles for comparison."""
+    count = data["op_count"].to_numpy()
+    rows = data.assign(
+        est=data["est_cycles"] * count,
+        est_energy=data["est_energy_pj"] * count,
+        roof=(np.exp2(data["log_roofline_cycles"]) - 1.0) * count,
     )
-    return {"latency_cycles": accuracy(sums["true"].to_numpy(), sums["roof"].to_numpy())}
+    sums = rows.groupby(["workload", "design"], sort=False).agg(
+        est=("est", "sum"),
+        est_energy=("est_energy", "sum"),
+        roof=("roof", "sum"),
+        true=("design_latency_cycles", "first"),
+        true_energy=("design_energy_mj", "first"),
+    )
+    return {
+        "latency (closed form)": accuracy(sums["true"].to_numpy(), sums["est"].to_numpy()),
+        "energy (closed form)": accuracy(sums["true_energy"].to_numpy() * 1e9, sums["est_energy"].to_numpy()),
+        "latency (roofline)": accuracy(sums["true"].to_numpy(), sums["roof"].to_numpy()),
+    }
 
 
 def format_table(results: dict[str, dict], title: str) -> str:
-    lines = [title, f"  {'target':<16} {'n':>6} {'R^2':>8} {'MAPE %':>8} {'p50 %':>7} {'p75 %':>7} {'p95 %':>7}"]
+    lines = [title, f"  {'target':<22} {'n':>6} {'R^2':>8} {'MAPE %':>8} {'p50 %':>7} {'p75 %':>7} {'p95 %':>7}"]
     for target, m in results.items():
         lines.append(
-            f"  {target:<16} {m['n']:>6} {m['r2']:>8.4f} {m['mape']:>8.2f} {m['p50']:>7.2f} {m['p75']:>7.2f} "
+            f"  {target:<22} {m['n']:>6} {m['r2']:>8.4f} {m['mape']:>8.2f} {m['p50']:>7.2f} {m['p75']:>7.2f} "
             f"{m['p95']:>7.2f}"
         )
     return "\n".join(lines)

@@ -2,13 +2,15 @@
 
 A surrogate is only fast if its features are: the op side (loop dims, lowered GEMM, tensor words,
 fusion) is tabulated once per graph, the design side once per point, and their cross features
-(folds, stall-free compute cycles, minimum DRAM traffic over bandwidth) by broadcasting the two.
+(folds, stall-free compute cycles, DRAM traffic over bandwidth) by broadcasting the two.
 
-The models learn *ratios to a roofline*: ``log((cycles + 1) / (roofline + 1))`` where roofline =
-max(stall-free array cycles, minimum DRAM words / DRAM words per cycle). The roofline is a few
-closed-form lines; everything it misses (re-fetches of operands that do not fit the SRAMs, fills,
-drains, DRAM stalls) is what the model learns. ``benchmarks/surrogate_accuracy.py`` prints the
-roofline alone next to the models so that what the learning adds is visible.
+The models learn *ratios to a closed-form baseline*: ``log((value + 1) / (baseline + 1))``. The
+baseline of an op's cycles and energy is the systolic model's own closed forms evaluated over arrays
+(``hwmodels.systolic.gemm_cost_arrays``): exact for the default ``shared`` DRAM, with stand-ins where
+the scalar model walks a sequence (the os filter's epoch rule, SCALE-Sim's USER/CALC replays); the
+``est_approximate`` feature marks those pairs. What the baseline misses is what the model learns.
+``benchmarks/surrogate_accuracy.py`` prints the baseline alone next to the models, so what the
+learning adds is visible.
 
 Schema: ``FEATURES`` lists every feature column in order; a saved model records it and refuses data
 or code whose schema differs.
@@ -17,6 +19,8 @@ or code whose schema differs.
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,8 +29,9 @@ from typing import Any
 import numpy as np
 
 from dse.graph import Graph, OpKind
+from hwmodels.systolic import INTEGRATION_OVERHEAD, GemmShapes, gemm_cost_arrays
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 OP_KINDS = tuple(k.value for k in OpKind)
 DATAFLOWS = ("os", "ws", "is")
 DRAM_MODES = ("shared", "per_operand", "unlimited")
@@ -83,6 +88,22 @@ CROSS_FEATURES = (
     "log_fill_cycles",
     "log_refetch_words",
     "log_energy_floor_pj",
+    "log_est_cycles",
+    "log_est_energy_pj",
+    "est_stall_share",
+    "est_fill_share",
+    "est_approximate",
+)
+# raw per-pair figures of the closed-form baseline (``pair_costs``): stored in datasets next to the
+# features, summed per design by the design-level surrogate
+PAIR_COLUMNS = (
+    "est_cycles",
+    "est_energy_pj",
+    "est_compute_cycles",
+    "est_vector_cycles",
+    "est_stall_cycles",
+    "est_fill_cycles",
+    "est_approximate",
 )
 FEATURES = OP_FEATURES + ARCH_FEATURES + CROSS_FEATURES
 AREA_FEATURES = ARCH_FEATURES + (
@@ -109,6 +130,8 @@ class OpTable:
     members: list[list[str]]  # every op name the row stands for
     count: np.ndarray  # multiplicity
     columns: dict[str, np.ndarray]  # OP_FEATURES plus raw helpers (macs, words)
+    array_index: np.ndarray  # rows that run on the MAC array
+    gemms: GemmShapes | None  # their lowered GEMMs (None when there are none)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -121,6 +144,9 @@ def op_table(graph: Graph) -> OpTable:
     """Tabulate the ops of ``graph`` as the systolic fold mapper lowers them (fusion included)."""
     from mappers.systolic import ARRAY_KINDS, SystolicFoldMapper, lower_op
     from templates.systolic import SystolicTemplate
+
+    def words(names: Sequence[str]) -> float:
+        return float(sum(graph.tensors[t].numel for t in names))
 
     mapping = SystolicFoldMapper().map(graph, SystolicTemplate().instantiate({}))  # fusion is arch-independent
     rows: dict[tuple, dict[str, Any]] = {}
@@ -136,6 +162,7 @@ def op_table(graph: Graph) -> OpTable:
             rows[key]["members"].append(op.name)
             continue
         row: dict[str, Any] = {f"op_is_{k}": float(op.kind.value == k) for k in OP_KINDS}
+        gemm = None
         if op.kind in ARRAY_KINDS:
             gemm = lower_op(op)
             g = gemm.geometry
@@ -175,7 +202,11 @@ def op_table(graph: Graph) -> OpTable:
                 "_weights": weight_words if op.kind not in ARRAY_KINDS else k * n * count,
                 "_out": 0 if om.resident_output else out_words,
                 "_in": in_words,
+                # what the vector unit reads (inputs not on chip, weights) and writes (every output)
+                "_vec_reads": words([t for t in op.inputs if t not in resident]) + words(op.weights),
+                "_vec_writes": words(op.outputs),
                 "members": [op.name],
+                "gemm": gemm,
             }
         )
         rows[key] = row
@@ -184,17 +215,21 @@ def op_table(graph: Graph) -> OpTable:
         {
             name: np.array([r[name] for r in ordered], dtype=bool if name == "_array" else float)
             for name in ordered[0]
-            if name != "members"
+            if name not in ("members", "gemm")
         }
         if ordered
         else {}
     )
+    array_index = np.array([i for i, r in enumerate(ordered) if r["gemm"] is not None], dtype=int)
+    gemms = [ordered[i]["gemm"] for i in array_index]
     return OpTable(
         graph_name=graph.name,
         names=[r["members"][0] for r in ordered],
         members=[r["members"] for r in ordered],
         count=np.array([len(r["members"]) for r in ordered], dtype=float),
         columns=columns,
+        array_index=array_index,
+        gemms=GemmShapes.of(gemms, [not ordered[i]["resident_output"] for i in array_index]) if gemms else None,
     )
 
 
@@ -248,7 +283,7 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
         column = cols[name]
         if isinstance(column, np.ndarray):
             return np.ones(n, dtype=bool)
-        return np.array([v is not None for v in column], dtype=bool)
+        return np.fromiter(map(operator.is_not, column, itertools.repeat(None)), dtype=bool, count=n)
 
     def number(name: str, default: float) -> np.ndarray:
         column = cols[name]
@@ -257,7 +292,8 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
         return np.array([default if v is None else v for v in column], dtype=float)
 
     individual = given("ifmap_sram_kib") | given("filter_sram_kib") | given("ofmap_sram_kib")
-    unified = np.array([v == "unified" for v in cols["scratchpad"]], dtype=bool)
+    scratchpad, scratchpads = _codes(cols["scratchpad"])
+    unified = scratchpad == scratchpads.index("unified") if "unified" in scratchpads else np.zeros(n, dtype=bool)
     refuse(unified & individual)
     total = given("sram_kib")
     refuse(total & individual)
@@ -265,29 +301,30 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
     sizes = [
         np.where(total, each, number(name, 64.0)) for name in ("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib")
     ]
-    bits = np.array([PRECISIONS[p] for p in cols["precision"]], dtype=float)
+    precision, precisions = _codes(cols["precision"])
+    bits = np.array([PRECISIONS[p] for p in precisions], dtype=float)[precision]
     word_bytes = bits // 8
     for kib in sizes:
         refuse(kib * 1024 / word_bytes < 200)
     from hwmodels.catalog import tech_names
 
-    names = set(tech_names())
-    refuse(np.array([t not in names for t in cols["tech"]], dtype=bool))
+    tech_code, techs = _codes(cols["tech"])
+    known = set(tech_names())
+    refuse(np.array([t not in known for t in techs], dtype=bool)[tech_code])
     rows, cols_ = number("rows", 0), number("cols", 0)
     lanes = number("vector_lanes", 0)
     lanes = np.where(lanes == 0, cols_, lanes)
     dram_gbps, freq = number("dram_gbps", 0), number("freq_mhz", 0)
     words_per_cycle = dram_gbps * 1e3 / freq / word_bytes
-    dataflow = np.array([DATAFLOWS.index(v) for v in cols["dataflow"]], dtype=int)
-    mode = np.array([DRAM_MODES.index(v) for v in cols["dram_mode"]], dtype=int)
-    # catalog constants per distinct (tech, precision) and per distinct SRAM size
-    tech = np.array(cols["tech"], dtype=object)
-    per_tech: dict[tuple, tuple] = {}
-    tech_index = np.empty(n, dtype=int)
-    for i, key in enumerate(zip(cols["tech"], cols["precision"])):
-        tech_index[i] = per_tech.setdefault(key, (len(per_tech), _tech_constants(*key)))[0]
-    consts = np.array([c for _, c in sorted(per_tech.values(), key=lambda item: item[0])], dtype=float)[tech_index]
+    dataflow, _ = _codes(cols["dataflow"], DATAFLOWS)
+    mode, _ = _codes(cols["dram_mode"], DRAM_MODES)
+    # catalog constants once per (tech, precision) present and per technology for the SRAM energies
+    pair = tech_code * len(precisions) + precision
+    present, pair_index = np.unique(pair, return_inverse=True)
+    table = [_tech_constants(techs[code // len(precisions)], precisions[code % len(precisions)]) for code in present]
+    consts = np.array(table, dtype=float)[pair_index]
     e_mac, e_alu, e_dram, pe_area, sram_area, alu_area, leak, node_nm = consts.T
+    tech = (tech_code, techs)
     e_sram = [_sram_pj_per_byte(tech, kib / 2) for kib in sizes]
     sram_kib = sizes[0] + sizes[1] + sizes[2]
     area_floor = rows * cols_ * pe_area + sram_kib * sram_area + lanes * alu_area
@@ -325,6 +362,7 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
         "_e_sram_f": e_sram[1] * word_bytes,
         "_e_sram_of": e_sram[2] * word_bytes,
         "_area_floor": area_floor,
+        "_area_total": area_floor * (1.0 + INTEGRATION_OVERHEAD),
         "_e_dram": e_dram * word_bytes,
         "_leak_w_per_mm2": leak,
         "_word_bytes": word_bytes,
@@ -355,15 +393,139 @@ def _tech_constants(tech: str, precision: str) -> tuple:
     )
 
 
-def _sram_pj_per_byte(tech: np.ndarray, kib: np.ndarray) -> np.ndarray:
-    """The catalog's SRAM energy per byte of each (technology, capacity): one array call per technology."""
+def _sram_pj_per_byte(tech: tuple[np.ndarray, list[str]], kib: np.ndarray) -> np.ndarray:
+    """The catalog's SRAM energy per byte of each (technology, capacity): one array call per technology.
+    ``tech`` is (code per design, technology names) as ``_codes`` gives."""
     from hwmodels.catalog import get_tech
 
+    codes, names = tech
+    if len(names) == 1:
+        return np.asarray(get_tech(names[0]).sram_energy_pj_per_byte(kib), dtype=float)
     out = np.empty(len(kib))
-    for name in set(tech.tolist()):
-        mask = tech == name
+    for code, name in enumerate(names):
+        mask = codes == code
         out[mask] = get_tech(name).sram_energy_pj_per_byte(kib[mask])
     return out
+
+
+def _codes(column: Sequence[Any], choices: Sequence[Any] | None = None) -> tuple[np.ndarray, list[Any]]:
+    """(index of each value in ``choices``, choices) for a column of labels; choices default to the
+    distinct values in order of appearance. One dictionary look-up per value."""
+    choices = list(dict.fromkeys(column)) if choices is None else list(choices)
+    lookup = {value: i for i, value in enumerate(choices)}
+    return np.fromiter(map(lookup.__getitem__, column), dtype=np.intp, count=len(column)), choices
+
+
+# ----------------------------------------------------------------------------------------------- baseline
+
+
+def pair_costs(ops: OpTable, archs: ArchTable, totals: bool = False) -> dict[str, np.ndarray]:
+    """The closed-form baseline of every (design, op) pair: ``PAIR_COLUMNS`` as (designs, ops) arrays,
+    or with ``totals`` their sums over each design's ops (times multiplicity; ``est_approximate``
+    weighted by cycles) as (designs,) arrays without building the pair arrays.
+
+    Array ops go through ``hwmodels.systolic.gemm_cost_arrays`` one (dataflow, DRAM mode) group of
+    designs at a time; vector ops follow ``hwmodels.systolic.vector_op_cost``; a fused op has no
+    latency of its own but pays for its ALU work and traffic. Energy is ``SystolicModel``'s: accesses
+    x catalog energies + leakage x cycles.
+    """
+    a, o = archs.columns, ops.columns
+    nd, no = len(archs), len(ops)
+    out = {name: np.zeros(nd if totals else (nd, no)) for name in PAIR_COLUMNS}
+    leak = a["_leak_w_per_mm2"] * a["_area_total"] / a["_freq"] * 1e6  # pJ per cycle
+
+    def emit(rows: np.ndarray | slice, cols: np.ndarray, values: dict[str, Any], energy: Any) -> None:
+        """Store one block of pairs; ``energy`` is [(per-design price, per-pair count)...] plus cycles x leak."""
+        values = {**values, "est_approximate": values["est_approximate"] * values["est_cycles"]} if totals else values
+        count = ops.count[cols]
+        if totals:  # blocks of array and vector ops add up
+            for name, value in values.items():
+                out[name][rows] += np.asarray(value, dtype=float) @ count
+            total = (values["est_cycles"] @ count) * leak[rows]
+            for price, amount in energy:
+                total = total + price * (amount @ count)
+            out["est_energy_pj"][rows] += total
+        else:
+            for name, value in values.items():
+                out[name][_block_index(rows, cols)] = value
+            total = values["est_cycles"] * leak[rows, None]
+            for price, amount in energy:
+                total = total + price[:, None] * amount
+            out["est_energy_pj"][_block_index(rows, cols)] = total
+
+    if ops.gemms is not None:
+        cols = ops.array_index
+        macs = o["_macs"][cols]
+        group = a["_dataflow"] * len(DRAM_MODES) + a["_mode"].astype(int)
+        present = np.unique(group)
+        for code in present:
+            rows = np.flatnonzero(group == code) if len(present) > 1 else slice(None)
+            df, mode = DATAFLOWS[code // len(DRAM_MODES)], DRAM_MODES[code % len(DRAM_MODES)]
+            design = {name: a[name][rows] for name in ("_e_mac", "_e_sram_if", "_e_sram_f", "_e_sram_of", "_e_dram")}
+            c = gemm_cost_arrays(
+                ops.gemms,
+                df,
+                mode,
+                *(a[name][rows, None] for name in ("_rows", "_cols", "_ifmap_words", "_filter_words")),
+                a["_ofmap_words"][rows, None],
+                a["_words_per_cycle"][rows, None],
+            )
+            emit(
+                rows,
+                cols,
+                {
+                    "est_cycles": c["cycles"],
+                    "est_compute_cycles": c["compute_cycles"],
+                    "est_fill_cycles": c["fill_cycles"] + c["tail_cycles"],
+                    "est_stall_cycles": c["busy_cycles"] - c["compute_cycles"],
+                    "est_approximate": c["approximate"],
+                },
+                [
+                    (design["_e_mac"], np.broadcast_to(macs, c["cycles"].shape)),
+                    (design["_e_sram_if"], c["ifmap_sram_reads"] + c["ifmap_dram_reads"]),
+                    (design["_e_sram_f"], c["filter_sram_reads"] + c["filter_dram_reads"]),
+                    (design["_e_sram_of"], c["ofmap_sram_writes"] + c["ofmap_dram_writes"]),
+                    (design["_e_dram"], c["ifmap_dram_reads"] + c["filter_dram_reads"] + c["ofmap_dram_writes"]),
+                ],
+            )
+    vector = np.flatnonzero(~o["_array"])
+    if len(vector):
+        lanes, bw, mode = a["_lanes"][:, None], a["_words_per_cycle"][:, None], a["_mode"][:, None]
+        reads, writes, flops = o["_vec_reads"][vector], o["_vec_writes"][vector], o["_flops"][vector]
+        live = o["fused"][vector] == 0  # a fused op runs in its producer's output pipeline
+        compute = np.ceil(flops / lanes)
+        busy = np.where(
+            mode == DRAM_MODES.index("unlimited"),
+            compute,
+            np.where(
+                mode == DRAM_MODES.index("per_operand"),
+                np.maximum(compute, np.maximum(reads, writes) / bw),
+                np.maximum(compute, (reads + writes) / bw),
+            ),
+        )
+        shape = (nd, len(vector))
+        emit(
+            slice(None),
+            vector,
+            {
+                "est_cycles": busy * live,
+                "est_compute_cycles": np.zeros(shape),
+                "est_vector_cycles": compute * live,
+                "est_stall_cycles": (busy - compute) * live,
+                "est_fill_cycles": np.zeros(shape),
+                "est_approximate": np.zeros(shape),
+            },
+            [
+                (a["_e_sram_if"] + a["_e_dram"], np.broadcast_to(reads + writes, shape)),
+                (a["_e_alu"], np.broadcast_to(flops, shape)),
+            ],
+        )
+    return out
+
+
+def _block_index(rows: np.ndarray | slice, cols: np.ndarray) -> tuple:
+    """Index of the (rows, cols) block of a (designs, ops) array."""
+    return (rows, cols) if isinstance(rows, slice) else np.ix_(rows, cols)
 
 
 # ----------------------------------------------------------------------------------------------- cross
@@ -371,33 +533,31 @@ def _sram_pj_per_byte(tech: np.ndarray, kib: np.ndarray) -> np.ndarray:
 
 @dataclass
 class CrossFeatures:
-    """Features of every (design, op) pair as (designs, ops) blocks, plus the roofline baselines.
+    """Features of every (design, op) pair as (designs, ops) blocks, plus the closed-form baselines.
 
-    The full design-major matrix (one row per pair) is built only on request: the design-level
-    surrogate needs a few blocks, not a (designs x ops, features) copy of everything.
+    The full design-major matrix (one row per pair) is built only on request.
     """
 
     ops: OpTable
     archs: ArchTable
-    blocks: dict[str, np.ndarray]  # CROSS_FEATURES and raw _compute/_vector/_memory/_fill/_refetch: (designs, ops)
-    roofline: np.ndarray  # (designs, ops)
-    energy_floor: np.ndarray  # (designs, ops)
+    blocks: dict[str, np.ndarray]  # CROSS_FEATURES and PAIR_COLUMNS: (designs, ops)
 
     @property
     def n_designs(self) -> int:
-        return self.roofline.shape[0]
+        return len(self.archs)
 
     @property
     def n_ops(self) -> int:
-        return self.roofline.shape[1]
+        return len(self.ops)
 
     @property
-    def roofline_cycles(self) -> np.ndarray:
-        return self.roofline.reshape(-1)
+    def baseline_cycles(self) -> np.ndarray:
+        """Per pair, design-major (the dataset's row order)."""
+        return self.blocks["est_cycles"].reshape(-1)
 
     @property
-    def energy_floor_pj(self) -> np.ndarray:
-        return self.energy_floor.reshape(-1)
+    def baseline_energy_pj(self) -> np.ndarray:
+        return self.blocks["est_energy_pj"].reshape(-1)
 
     def column(self, name: str) -> np.ndarray:
         """One feature as a (designs, ops) array (a broadcast view for op-only and design-only features)."""
@@ -408,19 +568,10 @@ class CrossFeatures:
             return np.broadcast_to(self.ops.columns[name][None, :], shape)
         return np.broadcast_to(self.archs.columns[name][:, None], shape)
 
-    def block(self, name: str) -> np.ndarray:
-        """One feature at its natural shape: (1, ops) for op features, (designs, 1) for design features,
-        (designs, ops) for cross features; numpy broadcasting does the rest."""
-        if name in self.blocks:
-            return self.blocks[name]
-        if name in self.ops.columns:
-            return self.ops.columns[name][None, :]
-        return self.archs.columns[name][:, None]
-
-    def matrix(self) -> np.ndarray:
-        """(designs x ops, len(FEATURES)), design-major: the per-op surrogate's input."""
+    def matrix(self, names: Sequence[str] = FEATURES) -> np.ndarray:
+        """(designs x ops, len(names)), design-major: the per-op surrogate's input."""
         nd, no = self.n_designs, self.n_ops
-        return np.stack([self.column(name) for name in FEATURES], axis=-1).reshape(nd * no, len(FEATURES))
+        return np.stack([self.column(name) for name in names], axis=-1).reshape(nd * no, len(names))
 
 
 def cross_features(ops: OpTable, archs: ArchTable) -> CrossFeatures:
@@ -479,6 +630,8 @@ def cross_features(ops: OpTable, archs: ArchTable) -> CrossFeatures:
         + refetch * (col(a["_e_dram"]) + np.where(array, col(a["_e_sram_if"]), 0.0))
         + roofline * leak_pj_per_cycle
     )
+    est = pair_costs(ops, archs)
+    est_cycles = est["est_cycles"]
     cross = {
         "log_row_folds": _log2(np.where(array, row_folds, 0.0)),
         "log_col_folds": _log2(np.where(array, col_folds, 0.0)),
@@ -494,77 +647,33 @@ def cross_features(ops: OpTable, archs: ArchTable) -> CrossFeatures:
         "log_fill_cycles": _log2(fill),
         "log_refetch_words": _log2(refetch),
         "log_energy_floor_pj": _log2(energy_floor),
+        "log_est_cycles": _log2(est_cycles),
+        "log_est_energy_pj": _log2(est["est_energy_pj"]),
+        "est_stall_share": est["est_stall_cycles"] / (est_cycles + 1.0),
+        "est_fill_share": est["est_fill_cycles"] / (est_cycles + 1.0),
+        "est_approximate": est["est_approximate"],
     }
     shape = (nd, no)
-    raw = {"_compute": compute, "_vector": vector, "_memory": memory, "_fill": fill, "_refetch": refetch}
     return CrossFeatures(
-        ops=ops,
-        archs=archs,
-        blocks={name: np.broadcast_to(value, shape) for name, value in {**cross, **raw}.items()},
-        roofline=np.broadcast_to(roofline, shape),
-        energy_floor=np.broadcast_to(energy_floor, shape),
+        ops=ops, archs=archs, blocks={name: np.broadcast_to(value, shape) for name, value in {**cross, **est}.items()}
     )
 
 
 # ----------------------------------------------------------------------------------------------- design level
 
-# one row per design: its design features plus what its ops add up to. ``rw_`` = roofline-weighted mean
-# over the design's ops; ``stage1_`` = the per-op linear stage's totals over the roofline totals.
+# one row per design: its design features plus what its ops add up to (shares of the baseline's cycles)
 AGGREGATE_FEATURES = (
-    "log_roofline_total",
-    "log_energy_floor_total",
-    "log_compute_total",
-    "log_vector_total",
-    "log_memory_total",
-    "log_fill_total",
-    "log_refetch_total",
-    "frac_memory_bound",
-    "frac_overlap",
-    "frac_fill",
+    "log_est_cycles_total",
+    "log_est_energy_total",
     "frac_compute",
     "frac_vector",
-    "frac_memory",
-    "frac_array",
-    "rw_in_over_ifmap_sram",
-    "rw_weight_over_filter_sram",
-    "rw_out_over_ofmap_sram",
-    "rw_row_folds",
-    "rw_col_folds",
-    "rw_memory_over_compute",
-    "rw_in_reuse",
-    "rw_conv_stride",
-    "rw_gemm_k",
+    "frac_stall",
+    "frac_fill",
+    "frac_approximate",
     "util_array",
     "log_op_count",
-    "stage1_cycles_over_roofline",
-    "stage1_energy_over_floor",
 )
 DESIGN_FEATURES = ARCH_FEATURES + AGGREGATE_FEATURES
-
-
-@dataclass
-class LinearStage:
-    """Per-op linear predictor of the two log ratios (cycles, energy) with its scaling folded in:
-    ``ratio[t] = intercept[t] + sum_f weights[t, f] * feature_f``. Cheap enough to run on every
-    (design, op) pair of a batch of a hundred thousand designs."""
-
-    weights: np.ndarray  # (2, len(FEATURES))
-    intercept: np.ndarray  # (2,)
-
-    def ratios(self, block: Any) -> list[np.ndarray]:
-        """The two ratios as (designs, ops) arrays; ``block(name)`` gives a feature at its natural shape."""
-        out = []
-        for t in range(2):
-            parts = []
-            for group in (OP_FEATURES, ARCH_FEATURES, CROSS_FEATURES):  # (1, ops), (designs, 1), (designs, ops)
-                part = 0.0
-                for name in group:
-                    w = self.weights[t, FEATURES.index(name)]
-                    if w != 0.0:
-                        part = part + w * block(name)
-                parts.append(part)
-            out.append(self.intercept[t] + parts[0] + parts[1] + parts[2])
-        return out
 
 
 def to_log_ratio(value: np.ndarray, base: np.ndarray) -> np.ndarray:
@@ -577,23 +686,17 @@ def from_log_ratio(ratio: np.ndarray, base: np.ndarray) -> np.ndarray:
     return np.maximum(np.exp(ratio) * (base + 1.0) - 1.0, 0.0)
 
 
-def _unlog(x: np.ndarray) -> np.ndarray:
-    return np.exp2(x) - 1.0
-
-
 CHUNK_DESIGNS = 4096  # designs per chunk of (design, op) arrays: a few hundred KiB each, cache-resident
 
 
-def batch_design_features(
-    ops: OpTable, archs: ArchTable, stage1: LinearStage
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def batch_design_features(ops: OpTable, archs: ArchTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``design_features`` for a batch of designs, a cache-sized chunk of designs at a time, on every core
     (numpy releases the GIL inside its array loops, so threads run chunks in parallel)."""
     from concurrent.futures import ThreadPoolExecutor
 
     def chunk(start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        cross = cross_features(ops, archs.slice(start, start + CHUNK_DESIGNS))
-        return design_features(cross.block, cross.roofline, cross.energy_floor, ops.count, stage1)
+        part = archs.slice(start, start + CHUNK_DESIGNS)
+        return design_features(pair_costs(ops, part, totals=True), part.columns, ops)
 
     starts = range(0, len(archs), CHUNK_DESIGNS)
     if len(starts) == 1:
@@ -601,90 +704,46 @@ def batch_design_features(
     else:
         with ThreadPoolExecutor(max_workers=min(len(starts), os.cpu_count() or 1)) as pool:
             parts = list(pool.map(chunk, starts))
-    rows, s1_cycles, s1_energy = zip(*parts)
-    return np.vstack(rows), np.concatenate(s1_cycles), np.concatenate(s1_energy)
+    rows, cycles, energy = zip(*parts)
+    return np.vstack(rows), np.concatenate(cycles), np.concatenate(energy)
+
+
+def design_totals(block: Any, count: np.ndarray) -> dict[str, np.ndarray]:
+    """``pair_costs(..., totals=True)`` from (designs, ops) pair columns (a dataset frame's)."""
+    sums = {name: block(name) @ count for name in PAIR_COLUMNS}
+    sums["est_approximate"] = (block("est_approximate") * block("est_cycles")) @ count
+    return sums
 
 
 def design_features(
-    block: Any, roofline: np.ndarray, floor: np.ndarray, count: np.ndarray, stage1: LinearStage
+    totals: Mapping[str, np.ndarray], arch: Mapping[str, np.ndarray], ops: OpTable | Mapping[str, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Design-level rows (designs, len(DESIGN_FEATURES)) and the linear stage's cycle and energy totals.
+    """Design-level rows (designs, len(DESIGN_FEATURES)) and the baseline's cycle and energy totals.
 
-    ``block(name)`` gives each feature at its natural shape (see ``CrossFeatures.block``), so the same
-    code serves a batch being predicted and a dataset frame being trained on.
+    ``totals`` are the per-design sums of ``pair_costs``; ``arch`` maps ARCH_FEATURES (and log_rows,
+    log_cols) to (designs,) arrays; ``ops`` gives op_is_conv, op_is_matmul, log_macs and the op counts.
+    The same code serves a batch being predicted and a dataset frame being trained on.
     """
-    cnt = count[None, :]
-    ratio_c, ratio_e = stage1.ratios(block)
-    s1_cycles = (from_log_ratio(ratio_c, roofline) * cnt).sum(axis=1)
-    s1_energy = (from_log_ratio(ratio_e, floor) * cnt).sum(axis=1)
-
-    def raw(name: str, log_name: str) -> np.ndarray:
-        """A raw cycle/word block per op *times its multiplicity*; from its log feature where not at hand."""
-        try:
-            values = block(name)
-        except KeyError:
-            values = _unlog(block(log_name))
-        return values * cnt
-
-    roof = roofline * cnt
-    compute = raw("_compute", "log_compute_cycles")
-    vector = raw("_vector", "log_vector_cycles")
-    memory = raw("_memory", "log_memory_cycles")
-    fill = raw("_fill", "log_fill_cycles")
-    refetch = raw("_refetch", "log_refetch_words")
-    nd = roof.shape[0]
-
-    def weighted(name: str) -> np.ndarray:
-        """sum over ops of roofline x feature (a matrix-vector product for op features)."""
-        values = block(name)
-        if values.shape[0] == 1:
-            return roof @ values[0]
-        return np.einsum("ij,ij->i", roof, values)
-
-    r_total = roof.sum(axis=1)
-    e_total = floor @ count
-    denom = r_total + 1.0
-    busy = compute + vector
-    array_share = (block("op_is_conv") + block("op_is_matmul"))[0]
-    macs = _unlog(block("log_macs"))[0] * count
-    pe = np.exp2(block("log_rows") + block("log_cols"))[:, 0]
+    columns = ops.columns if isinstance(ops, OpTable) else ops
+    count = ops.count if isinstance(ops, OpTable) else columns["count"]
+    cycles, energy = totals["est_cycles"], totals["est_energy_pj"]
+    denom = cycles + 1.0
+    array = columns["op_is_conv"] + columns["op_is_matmul"]
+    array_macs = float((array * (np.exp2(columns["log_macs"]) - 1.0)) @ count)
+    pe = np.exp2(arch["log_rows"] + arch["log_cols"])
     agg = {
-        "log_roofline_total": np.log2(r_total + 1.0),
-        "log_energy_floor_total": np.log2(e_total + 1.0),
-        "log_compute_total": np.log2(compute.sum(axis=1) + 1.0),
-        "log_vector_total": np.log2(vector.sum(axis=1) + 1.0),
-        "log_memory_total": np.log2(memory.sum(axis=1) + 1.0),
-        "log_fill_total": np.log2(fill.sum(axis=1) + 1.0),
-        "log_refetch_total": np.log2(refetch.sum(axis=1) + 1.0),
-        "frac_memory_bound": np.where(memory > busy, roof, 0.0).sum(axis=1) / denom,
-        "frac_overlap": np.minimum(busy, memory).sum(axis=1) / denom,
-        "frac_fill": fill.sum(axis=1) / denom,
-        "frac_compute": compute.sum(axis=1) / denom,
-        "frac_vector": vector.sum(axis=1) / denom,
-        "frac_memory": memory.sum(axis=1) / denom,
-        "frac_array": (roof @ array_share) / denom,
-        **{
-            f"rw_{name}": weighted(column) / denom
-            for name, column in (
-                ("in_over_ifmap_sram", "log_in_over_ifmap_sram"),
-                ("weight_over_filter_sram", "log_weight_over_filter_sram"),
-                ("out_over_ofmap_sram", "log_out_over_ofmap_sram"),
-                ("row_folds", "log_row_folds"),
-                ("col_folds", "log_col_folds"),
-                ("memory_over_compute", "memory_over_compute"),
-                ("in_reuse", "in_reuse"),
-                ("conv_stride", "conv_stride"),
-                ("gemm_k", "log_gemm_k"),
-            )
-        },
-        "util_array": (macs @ array_share) / ((compute @ array_share) * pe + 1.0),
-        "log_op_count": np.full(nd, np.log2(count.sum() + 1.0)),
-        "stage1_cycles_over_roofline": to_log_ratio(s1_cycles, r_total),
-        "stage1_energy_over_floor": to_log_ratio(s1_energy, e_total),
+        "log_est_cycles_total": np.log2(denom),
+        "log_est_energy_total": np.log2(energy + 1.0),
+        "frac_compute": totals["est_compute_cycles"] / denom,
+        "frac_vector": totals["est_vector_cycles"] / denom,
+        "frac_stall": totals["est_stall_cycles"] / denom,
+        "frac_fill": totals["est_fill_cycles"] / denom,
+        "frac_approximate": totals["est_approximate"] / denom,
+        "util_array": array_macs / (totals["est_compute_cycles"] * pe + 1.0),
+        "log_op_count": np.full(len(cycles), np.log2(count.sum() + 1.0)),
     }
-    arch = [np.broadcast_to(block(name)[:, :1], (nd, 1))[:, 0] for name in ARCH_FEATURES]
-    rows = np.column_stack(arch + [agg[name] for name in AGGREGATE_FEATURES])
-    return rows, s1_cycles, s1_energy
+    rows = np.column_stack([arch[name] for name in ARCH_FEATURES] + [agg[name] for name in AGGREGATE_FEATURES])
+    return rows, cycles, energy
 
 
 def area_matrix(archs: ArchTable) -> np.ndarray:
@@ -698,5 +757,6 @@ def schema() -> dict[str, Any]:
         "features": list(FEATURES),
         "area_features": list(AREA_FEATURES),
         "design_features": list(DESIGN_FEATURES),
+        "pair_columns": list(PAIR_COLUMNS),
         "templates": list(SUPPORTED_TEMPLATES),
     }

@@ -2,7 +2,8 @@
 
 Per-op models generalise across networks (an op is an op, whatever network it sits in); a design's
 latency and energy are the sums over its ops, its power is energy / latency. Targets are logs of
-ratios to the roofline baselines of ``surrogates.features`` so one model spans decades.
+ratios to the closed-form baselines of ``surrogates.features`` so one model spans decades and learns
+only what the closed forms miss.
 
 A saved model carries its feature schema, the library versions it was trained with and the
 accuracy measured on data it never saw; loading refuses a model whose schema does not match.
@@ -87,29 +88,29 @@ def make_design_regressor(kind: str, seed: int = 0) -> Any:
     from sklearn.multioutput import MultiOutputRegressor
 
     if kind == "gb":
-        return MultiOutputRegressor(_boosting(seed, max_iter=60, learning_rate=0.15, max_leaf_nodes=31))
+        return MultiOutputRegressor(_boosting(seed, max_iter=30, learning_rate=0.2, max_leaf_nodes=31))
     if kind == "rf":
         return _forest(seed, 32)
     raise _unknown_kind(kind)
 
 
 def op_targets(data: pd.DataFrame) -> np.ndarray:
-    """log ratios of the true per-op cycles and energy to their roofline baselines."""
+    """log ratios of the true per-op cycles and energy to their closed-form baselines."""
     return np.column_stack(
         [
-            feat.to_log_ratio(data["cycles"].to_numpy(), data["roofline_cycles"].to_numpy()),
-            feat.to_log_ratio(data["energy_pj"].to_numpy(), data["energy_floor_pj"].to_numpy()),
+            feat.to_log_ratio(data["cycles"].to_numpy(), data["est_cycles"].to_numpy()),
+            feat.to_log_ratio(data["energy_pj"].to_numpy(), data["est_energy_pj"].to_numpy()),
         ]
     )
 
 
 def op_weights(data: pd.DataFrame) -> np.ndarray:
-    """Weight each op by its share of its design's roofline cycles and energy floor (times its
-    multiplicity): a design's error is the share-weighted sum of its ops' errors."""
+    """Weight each op by its share of its design's baseline cycles and energy (times its multiplicity):
+    a design's error is the share-weighted sum of its ops' errors."""
     keys = [data["workload"].to_numpy(), data["design"].to_numpy()]
     count = data["op_count"].to_numpy()
     shares = []
-    for column in ("roofline_cycles", "energy_floor_pj"):
+    for column in ("est_cycles", "est_energy_pj"):
         part = data[column].to_numpy() * count
         total = pd.Series(part).groupby(keys).transform("sum").to_numpy()
         shares.append(part / np.maximum(total, 1e-30))
@@ -148,8 +149,7 @@ class SurrogateModel:
     op_model: Any  # level "op": per-op regressor of the two log ratios; level "design": None
     area_model: Any
     level: str = "op"
-    stage1: feat.LinearStage | None = None  # level "design": the per-op linear stage
-    design_model: Any = None  # level "design": regressor of the design's log ratios to the linear stage
+    design_model: Any = None  # level "design": regressor of the design's log ratios to the baseline totals
     schema: dict[str, Any] = field(default_factory=feat.schema)
     versions: dict[str, str] = field(default_factory=versions)
     trained_on: list[str] = field(default_factory=list)
@@ -160,10 +160,10 @@ class SurrogateModel:
     def fit(cls, data: pd.DataFrame, kind: str = "gb", seed: int = 0, level: str = "op") -> SurrogateModel:
         """Fit on a dataset frame (``surrogates.dataset``); area on one row per design.
 
-        level "op": a regressor per (design, op) pair, summed per design -- generalises best to networks
-        it never saw. level "design": a per-op linear stage summed per design, then one regressor per
-        design on the design features and what its ops add up to -- one tree walk per design instead of
-        one per op, so batch prediction is tens of times faster.
+        level "op": a regressor per (design, op) pair, summed per design. level "design": the closed-form
+        baseline summed per design, then one regressor per design on the design features and what its ops
+        add up to -- one tree walk per design instead of one per op, so batch prediction is tens of
+        times faster.
         """
         if level not in LEVELS:
             raise UserError(f"unknown surrogate level {level!r}; choose one of: {', '.join(LEVELS)}", where="--level")
@@ -175,8 +175,7 @@ class SurrogateModel:
             op_model = make_regressor(kind, multi_output=True, seed=seed)
             op_model.fit(data[list(feat.FEATURES)].to_numpy(), op_targets(data), sample_weight=op_weights(data))
             return cls(kind, op_model, area_model, trained_on=trained_on)
-        stage1 = fit_linear_stage(data)
-        rows, s1_cycles, s1_energy, index = frame_design_features(data, stage1)
+        rows, base_cycles, base_energy, index = frame_design_features(data)
         truth = index.merge(
             data.groupby(["workload", "design"], sort=False)[["design_latency_cycles", "design_energy_mj"]]
             .first()
@@ -186,15 +185,13 @@ class SurrogateModel:
         )
         targets = np.column_stack(
             [
-                feat.to_log_ratio(truth["design_latency_cycles"].to_numpy(), s1_cycles),
-                feat.to_log_ratio(truth["design_energy_mj"].to_numpy() * 1e9, s1_energy),
+                feat.to_log_ratio(truth["design_latency_cycles"].to_numpy(), base_cycles),
+                feat.to_log_ratio(truth["design_energy_mj"].to_numpy() * 1e9, base_energy),
             ]
         )
         design_model = make_design_regressor(kind, seed)
         design_model.fit(rows, targets)
-        return cls(
-            kind, None, area_model, level="design", stage1=stage1, design_model=design_model, trained_on=trained_on
-        )
+        return cls(kind, None, area_model, level="design", design_model=design_model, trained_on=trained_on)
 
     # ------------------------------------------------------------------------------------- predicting
     def predict_frame(self, data: pd.DataFrame) -> pd.DataFrame:
@@ -202,15 +199,13 @@ class SurrogateModel:
         firsts = data.groupby(["workload", "design"], sort=False)[[*feat.AREA_FEATURES, "freq_mhz"]].first()
         area = area_from(self.area_model, firsts[list(feat.AREA_FEATURES)].to_numpy())
         if self.level == "design":
-            rows, s1_cycles, s1_energy, index = frame_design_features(data, self.stage1)
-            cycles, energy = _from_ratios(self.design_model.predict(rows), s1_cycles, s1_energy)
+            rows, base_cycles, base_energy, index = frame_design_features(data)
+            cycles, energy = _from_ratios(self.design_model.predict(rows), base_cycles, base_energy)
             sums = index.assign(cycles=cycles, energy_pj=energy)
             sums = firsts.reset_index()[["workload", "design"]].merge(sums, on=["workload", "design"], how="left")
         else:
             ratios = self.op_model.predict(data[list(feat.FEATURES)].to_numpy())
-            cycles, energy = _from_ratios(
-                ratios, data["roofline_cycles"].to_numpy(), data["energy_floor_pj"].to_numpy()
-            )
+            cycles, energy = _from_ratios(ratios, data["est_cycles"].to_numpy(), data["est_energy_pj"].to_numpy())
             count = data["op_count"].to_numpy()
             frame = pd.DataFrame(
                 {
@@ -281,14 +276,14 @@ class SurrogateModel:
         """Whole-design (cycles, energy) once per regressor (the model's, or each tree of its forest);
         the features are built once for all of them."""
         if self.level == "design":
-            rows, s1_cycles, s1_energy = feat.batch_design_features(ops, archs, self.stage1)
-            return [_from_ratios(regressor.predict(rows), s1_cycles, s1_energy) for regressor in regressors]
+            rows, base_cycles, base_energy = feat.batch_design_features(ops, archs)
+            return [_from_ratios(regressor.predict(rows), base_cycles, base_energy) for regressor in regressors]
         cross = feat.cross_features(ops, archs)
         matrix = cross.matrix()
         shape = (cross.n_designs, cross.n_ops)
         totals = []
         for regressor in regressors:
-            cycles, energy = _from_ratios(regressor.predict(matrix), cross.roofline_cycles, cross.energy_floor_pj)
+            cycles, energy = _from_ratios(regressor.predict(matrix), cross.baseline_cycles, cross.baseline_energy_pj)
             totals.append(
                 ((cycles.reshape(shape) * ops.count).sum(axis=1), (energy.reshape(shape) * ops.count).sum(axis=1))
             )
@@ -353,53 +348,32 @@ def _schema_difference(saved: dict[str, Any], expected: dict[str, Any]) -> str:
     return "differs"
 
 
-def fit_linear_stage(data: pd.DataFrame, alpha: float = 1.0) -> feat.LinearStage:
-    """Ridge regression of the per-op log ratios on the standardised features, scaling folded into the weights."""
-    from sklearn.linear_model import Ridge
-
-    x = data[list(feat.FEATURES)].to_numpy()
-    mean, std = x.mean(axis=0), x.std(axis=0)
-    std = np.where(std > 0, std, 1.0)
-    ridge = Ridge(alpha=alpha).fit((x - mean) / std, op_targets(data), sample_weight=op_weights(data))
-    weights = ridge.coef_ / std[None, :]
-    intercept = ridge.intercept_ - weights @ mean
-    return feat.LinearStage(weights=weights, intercept=np.asarray(intercept, dtype=float))
-
-
-def frame_design_features(
-    data: pd.DataFrame, stage1: feat.LinearStage
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, pd.DataFrame]:
+def frame_design_features(data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, pd.DataFrame]:
     """``features.design_features`` over a dataset frame, workload by workload (rows are design-major)."""
-    parts, s1c, s1e, index = [], [], [], []
+    parts, cycles, energy, index = [], [], [], []
     for workload, frame in data.groupby("workload", sort=False):
-        ops = pd.unique(frame["op"])
-        no = len(ops)
+        no = int(pd.unique(frame["op"]).size)
         if len(frame) % no:
             raise UserError(f"dataset rows of {workload} are not whole designs (each design needs all {no} ops)")
         nd = len(frame) // no
         count = frame["op_count"].to_numpy()[:no]
 
-        def block(name: str, frame: pd.DataFrame = frame, nd: int = nd, no: int = no) -> np.ndarray:
-            values = frame[name].to_numpy(dtype=float).reshape(nd, no)
-            if name in feat.OP_FEATURES:
-                return values[:1, :]
-            if name in feat.ARCH_FEATURES:
-                return values[:, :1]
-            return values
+        def pairs(name: str, frame: pd.DataFrame = frame, nd: int = nd, no: int = no) -> np.ndarray:
+            return frame[name].to_numpy(dtype=float).reshape(nd, no)
 
-        roofline = frame["roofline_cycles"].to_numpy().reshape(nd, no)
-        floor = frame["energy_floor_pj"].to_numpy().reshape(nd, no)
-        rows, cycles, energy = feat.design_features(block, roofline, floor, count, stage1)
+        totals = feat.design_totals(pairs, count)
+        arch = {name: frame[name].to_numpy(dtype=float)[::no] for name in feat.ARCH_FEATURES}
+        ops = {name: frame[name].to_numpy(dtype=float)[:no] for name in ("op_is_conv", "op_is_matmul", "log_macs")}
+        rows, c, e = feat.design_features(totals, arch, {**ops, "count": count})
         parts.append(rows)
-        s1c.append(cycles)
-        s1e.append(energy)
+        cycles.append(c)
+        energy.append(e)
         index.append(pd.DataFrame({"workload": workload, "design": frame["design"].to_numpy()[::no]}))
-    return np.vstack(parts), np.concatenate(s1c), np.concatenate(s1e), pd.concat(index, ignore_index=True)
+    return np.vstack(parts), np.concatenate(cycles), np.concatenate(energy), pd.concat(index, ignore_index=True)
 
 
 def _from_ratios(ratios: np.ndarray, cycles_base: np.ndarray, energy_base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Cycles and energy from predicted log ratios to their baselines (per op: the rooflines; per design:
-    the linear stage's totals)."""
+    """Cycles and energy from predicted log ratios to their closed-form baselines (per op, or per design)."""
     ratios = np.asarray(ratios).reshape(len(cycles_base), 2)
     return feat.from_log_ratio(ratios[:, 0], cycles_base), feat.from_log_ratio(ratios[:, 1], energy_base)
 

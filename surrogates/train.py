@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dse.errors import UserError
-from surrogates.evaluate import design_accuracy, roofline_accuracy
+from surrogates.evaluate import baseline_accuracy, design_accuracy
 from surrogates.model import SurrogateModel
 
 
@@ -102,7 +102,7 @@ def train(
             "test_workloads": list(holdout),
             "train_workloads": sorted(train_part["workload"].unique()),
             "designs": design_accuracy(model, test_part),
-            "roofline_only": roofline_accuracy(test_part),
+            "baseline_only": baseline_accuracy(test_part),
         }
     train_part, test_part = random_split(data, test_fraction, seed)
     model = SurrogateModel.fit(train_part, kind, seed, level)

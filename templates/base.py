@@ -75,7 +75,7 @@ class Param:
         Plain int/float columns are checked with numpy; the first bad value raises ``check``'s message.
         ``_UNSET`` entries (a point that does not name this parameter) take the default.
         """
-        types = {type(value) for value in values}
+        types = set(map(type, values))
         if self.type in ("int", "float") and types <= {int, float}:
             numbers = np.asarray(values, dtype=float)
             bad = np.zeros(len(numbers), dtype=bool)
@@ -151,7 +151,7 @@ class Template(ABC):
         known = {p.name: p for p in self.params()}
         given = sorted(points[0]) if points else []
         extracted: dict[str, list] = {}
-        if given and all(len(point) == len(given) for point in points):
+        if given and set(map(len, points)) == {len(given)}:
             try:  # every point names the same parameters (a space's points do): one C-level pass
                 tuples = list(map(operator.itemgetter(*given), points))
                 extracted = {given[0]: tuples} if len(given) == 1 else dict(zip(given, map(list, zip(*tuples))))

@@ -70,15 +70,16 @@ def test_random_uses_the_space_sampler():
     assert all(p["freq_mhz"] == 500 for p in points)
 
 
-@pytest.mark.parametrize("name", ["nsga2", "tpe"])
-def test_optuna_samplers_same_seed_same_points(name):
+@pytest.mark.parametrize(("name", "budget"), [("nsga2", 30), ("tpe", 30), ("gp", 6)])
+def test_optuna_samplers_same_seed_same_points(name, budget):
     space = toy_space()
-    first = _drive(make_strategy(_spec(name, 30, seed=11, population=8), space))
-    second = _drive(make_strategy(_spec(name, 30, seed=11, population=8), space))
-    other = _drive(make_strategy(_spec(name, 30, seed=12, population=8), space))
+    population = 8 if name == "nsga2" else None
+    first = _drive(make_strategy(_spec(name, budget, seed=11, population=population), space))
+    second = _drive(make_strategy(_spec(name, budget, seed=11, population=population), space))
+    other = _drive(make_strategy(_spec(name, budget, seed=12, population=population), space))
     assert first == second
     assert first != other
-    assert len(first) == 30
+    assert len(first) == budget
     for point in first:
         assert space.contains(point), point
         assert point["freq_mhz"] == 500  # fixed params are merged into every proposal
@@ -115,6 +116,31 @@ def test_constraints_and_failures_reach_the_study():
         assert list(trial.constraints.values()) == [pytest.approx(violation)]
         assert trial.user_attrs["constraints"] == [pytest.approx(violation)]
         assert trial.values == [pytest.approx(metrics["latency_ms"]), pytest.approx(metrics["energy_mj"])]
+
+
+def test_gp_is_told_objectives_on_one_monotone_log_scale():
+    """strategy gp: optuna's GPSampler, deterministic, told log1p(v / unit) with one unit per objective
+    fixed by the first positive value; the order of values (so the front) is unchanged; constraints reach it."""
+    from dse.search import LogScale
+
+    space = toy_space()
+    strategy = make_strategy(_spec("gp", 6, seed=0), space)
+    assert isinstance(strategy.study.sampler, optuna.samplers.GPSampler)
+    _drive(strategy)
+    trials = strategy.study.trials
+    first = toy_metrics(strategy.point_of(trials[0]))
+    for trial in trials:
+        metrics = toy_metrics(strategy.point_of(trial))
+        told = [math.log1p(metrics[m] / (first[m] / 100)) for m in ("latency_ms", "energy_mj")]
+        assert trial.values == [pytest.approx(v) for v in told]
+        violation = max(0.0, (metrics["area_mm2"] - 12.0) / 12.0)
+        assert list(trial.constraints.values()) == [pytest.approx(violation)]
+    scale = LogScale()
+    values = [0.0, 3e-4, 0.2, 0.2, 5.0, 7e3]
+    assert scale(0.0) == 0.0 and scale.unit is None  # zero sets no unit
+    told = [scale(v) for v in values]
+    assert scale.unit == pytest.approx(3e-6)
+    assert told == sorted(told) and told[2] == told[3]
 
 
 def test_missing_objective_metric_is_told_as_fail():

@@ -268,7 +268,7 @@ def test_sram_energy_vectorised_matches_the_catalog():
     kib = np.exp(np.random.default_rng(0).uniform(-1, 9, 300))
     tech = np.array(["asic-45nm", "asic-7nm", "asic-28nm"] * 100, dtype=object)
     expected = [get_tech(t).sram_energy_pj_per_byte(k) for t, k in zip(tech, kib)]
-    np.testing.assert_allclose(feat._sram_pj_per_byte(tech, kib), expected, rtol=1e-12)
+    np.testing.assert_allclose(feat._sram_pj_per_byte(feat._codes(tech), kib), expected, rtol=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["gb", "rf"])
@@ -297,3 +297,32 @@ def test_design_level_model_batch_path_matches_the_dataset_path(dataset: pd.Data
         assert trees.shape == (len(model.design_model.estimators_), 2, 3)
     with pytest.raises(UserError, match="unknown surrogate level 'layer'"):
         SurrogateModel.fit(train_part, kind, level="layer")
+
+
+def test_closed_form_baseline_matches_the_systolic_model_per_op():
+    """``pair_costs`` (the surrogates' baseline) against the full model, op by op, shared DRAM: exact
+    cycles and energy wherever it is not marked approximate, and close where it is."""
+    graph = build("resnet18")
+    ops = feat.op_table(graph)
+    points = [
+        {"rows": r, "cols": c, "dataflow": df, "ifmap_sram_kib": 64, "filter_sram_kib": f, "ofmap_sram_kib": 32}
+        for (r, c, f) in ((16, 32, 64), (64, 8, 512))
+        for df in ("os", "ws", "is")
+    ]
+    costs = feat.pair_costs(ops, feat.arch_table("systolic", points, {}))
+    for d, point in enumerate(points):
+        exact = PointEvaluator(graph, "systolic")(point)
+        by_name = {layer.layer: layer for layer in exact.layers}
+        for j, name in enumerate(ops.names):
+            layer = by_name[name]
+            rel = 1e-9 if not costs["est_approximate"][d, j] else 0.25
+            assert costs["est_cycles"][d, j] == pytest.approx(layer.cycles, rel=rel, abs=1e-6), (point, name)
+            assert costs["est_energy_pj"][d, j] == pytest.approx(layer.energy_pj, rel=rel), (point, name)
+        total = (costs["est_cycles"][d] * ops.count).sum()
+        assert total == pytest.approx(exact.values["latency_cycles"], rel=0.02)
+    mixed = [{**p, "dram_mode": mode} for p, mode in zip(points, ("shared", "per_operand", "unlimited") * 2)]
+    archs = feat.arch_table("systolic", mixed, {})
+    pairs, totals = feat.pair_costs(ops, archs), feat.pair_costs(ops, archs, totals=True)
+    summed = feat.design_totals(lambda name: pairs[name], ops.count)
+    for name in feat.PAIR_COLUMNS:  # the batch path's sums are the pair arrays' sums
+        np.testing.assert_allclose(totals[name], summed[name], rtol=1e-12, err_msg=name)

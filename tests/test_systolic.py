@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from dse.evaluate import PointEvaluator
@@ -151,3 +152,54 @@ def test_every_zoo_model_evaluates():
         assert m["latency_ms"] > 0 and m["energy_mj"] > 0 and m["area_mm2"] > 0, name
         assert len(m.layers) == len(g.ops), name
         assert 0 < m["utilization"] <= 1 or g.macs == 0, name
+
+
+@pytest.mark.parametrize(
+    ("dataflow", "dram_mode"), [("os", "shared"), ("ws", "shared"), ("is", "shared"), ("is", "per_operand")]
+)
+def test_gemm_cost_arrays_equals_gemm_cost_where_it_claims_to(dataflow: str, dram_mode: str):
+    """The array form (the surrogates' baseline) gives gemm_cost's figures exactly on every pair it does
+    not mark approximate (os filters re-streamed over row folds are its expectation; os/ws under
+    per_operand, SCALE-Sim USER's window walk, are always marked)."""
+    from dse.zoo import build
+    from hwmodels.systolic import GemmShapes, gemm_cost_arrays
+    from mappers.systolic import ARRAY_KINDS, lower_op
+
+    gemms = [
+        lower_op(op) for model in ("resnet18", "mobilenet_v1") for op in build(model).ops if op.kind in ARRAY_KINDS
+    ]
+    shapes = GemmShapes.of(gemms, [i % 5 != 0 for i in range(len(gemms))])
+    rng = np.random.default_rng(3)
+    exact_pairs = 0
+    for _ in range(4):
+        point = {
+            "rows": int(rng.choice([8, 16, 32, 128])),
+            "cols": int(rng.choice([8, 32, 64])),
+            "dataflow": dataflow,
+            "dram_mode": dram_mode,
+            **{f"{s}_sram_kib": float(rng.choice([8, 64, 512])) for s in ("ifmap", "filter", "ofmap")},
+            "dram_gbps": 12.8,
+        }
+        arch = SystolicTemplate().instantiate(point)
+        got = gemm_cost_arrays(
+            shapes,
+            dataflow,
+            dram_mode,
+            np.array([[arch.rows]], dtype=float),
+            np.array([[arch.cols]], dtype=float),
+            *(np.array([[arch.sram_words(s)]], dtype=float) for s in ("ifmap", "filter", "ofmap")),
+            np.array([[arch.dram_words_per_cycle]]),
+        )
+        for i, gemm in enumerate(gemms):
+            cost = gemm_cost(gemm, arch, write_output=bool(shapes.write_output[i]))
+            assert got["compute_cycles"][0, i] == cost.compute_cycles
+            if got["approximate"][0, i]:
+                assert dataflow == "os"
+                continue
+            exact_pairs += 1
+            assert got["cycles"][0, i] == pytest.approx(cost.total_cycles, rel=1e-12), (point, i)
+            for name in ("ifmap_dram_reads", "filter_dram_reads", "ofmap_dram_writes", "fill_cycles", "tail_cycles"):
+                assert got[name][0, i] == pytest.approx(getattr(cost, name), rel=1e-12), (point, i, name)
+            for name in ("ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_writes"):
+                assert got[name][0, i] == pytest.approx(getattr(cost, name), rel=1e-12), (point, i, name)
+    assert exact_pairs > 40
