@@ -30,6 +30,10 @@ back and the array waits for them (SCALE-Sim doubles a per-miss stall, but conse
 alternate, so the average rate is the DRAM rate).
 
 Energy is access counts x catalog per-access energies (``hwmodels.catalog``) plus leakage x latency.
+
+``gemm_cost_arrays`` evaluates the same closed forms over arrays of (design, GEMM) pairs at once, for
+batch consumers (the surrogates' baseline); a test holds it equal to ``gemm_cost`` wherever it does
+not mark a pair approximate.
 """
 
 from __future__ import annotations
