@@ -279,3 +279,12 @@ def test_a_given_sampler_replaces_the_default_and_keeps_distinct_points():
     assert len(set(keys)) == len(keys) == 12  # the whole small space, each point once
     assert points == run(4)
     assert points != run(5)
+
+
+def test_gp_without_pytorch_is_one_clear_user_error(monkeypatch):
+    import dse.registry
+
+    real = dse.registry.import_optional
+    monkeypatch.setattr(dse.registry, "import_optional", lambda name: None if name == "torch" else real(name))
+    with pytest.raises(UserError, match=r"strategy gp needs PyTorch .*pip install 'dse\[gp\]'"):
+        make_strategy(_spec("gp", 6), toy_space())
