@@ -42,7 +42,7 @@ import functools
 import math
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -686,10 +686,6 @@ class GemmShapes:
             a([x.P for x in g]), a([x.Q for x in g]), a([x.R for x in g]), a([x.S for x in g]), a([x.C for x in g]),
             a([x.stride_h for x in g]), a([x.stride_w for x in g]), np.array(write_output, dtype=bool),
         )  # fmt: skip
-
-    def take(self, index: np.ndarray) -> GemmShapes:
-        """The GEMMs at ``index`` (a mask or indices over the last axis)."""
-        return GemmShapes(*(getattr(self, f.name)[..., index] for f in fields(self)))
 
 
 def gemm_cost_arrays(
