@@ -736,7 +736,7 @@ def gemm_cost_arrays(
     during_of = np.maximum(0.0, of_writes - tail * drain_bw)
     if dram_mode == "unlimited":
         fill_cycles, busy = np.maximum(fill_if, fill_f), lines
-        approximate = approximate | True
+        approximate = np.ones(np.shape(lines), dtype=bool)  # SCALE-Sim CALC's exact replay is not here
     elif dram_mode == "per_operand":
         fill_cycles = np.maximum(fill_if, fill_f)
         busy = np.maximum(np.maximum(lines, during_if / bw), np.maximum(during_f / bw, during_of / bw))
@@ -829,14 +829,18 @@ def vector_op_cost(op: Op, arch: SystolicArch, tensor_words: tuple[float, float]
     """
     compute = math.ceil(op.flops / arch.vector_lanes) if op.flops else 0
     reads, writes = tensor_words
-    bw = arch.dram_words_per_cycle
-    if arch.dram_mode == "unlimited":
-        busy = float(compute)
-    elif arch.dram_mode == "per_operand":
-        busy = max(float(compute), reads / bw, writes / bw)
-    else:
-        busy = max(float(compute), (reads + writes) / bw)
+    busy = float(vector_busy_cycles(compute, reads, writes, arch.dram_words_per_cycle, arch.dram_mode))
     return busy, reads, writes
+
+
+def vector_busy_cycles(compute: Any, reads: Any, writes: Any, words_per_cycle: Any, dram_mode: str) -> Any:
+    """Busy cycles of the SIMD unit (numbers or arrays): its compute, or the DRAM streams if slower --
+    none under ``unlimited``, each its own port under ``per_operand``, one channel under ``shared``."""
+    if dram_mode == "unlimited":
+        return compute + 0.0 * words_per_cycle
+    if dram_mode == "per_operand":
+        return np.maximum(compute, np.maximum(reads, writes) / words_per_cycle)
+    return np.maximum(compute, (reads + writes) / words_per_cycle)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -166,11 +166,7 @@ def _break_ties(problem: Problem, schedule: Schedule) -> Schedule:
     any tile of equal score would do, however slowly it runs or however much it moves.
     """
     position = {u: i for i, u in enumerate(schedule.order)}
-    room = [problem.capacity] * len(schedule.order)
-    for t in schedule.resident:
-        start, end = problem.lifetime(t, position)
-        for q in range(start, end + 1):
-            room[q] -= problem.eligible[t]
+    room = problem.slot_room(schedule.order, schedule.resident)
     choice = list(schedule.choice)
     for u, cands in enumerate(problem.cands):
         mode = problem.mode_of(u, schedule.resident)

@@ -997,6 +997,16 @@ class Problem:
         start = position[self.producer[tensor]] if tensor in self.producer else min(cons)
         return start, max(cons)
 
+    def slot_room(self, order: list[int], resident: frozenset[str] | set[str]) -> list[int]:
+        """Scratchpad bytes left at each position of ``order`` once the ``resident`` tensors take theirs."""
+        position = {u: i for i, u in enumerate(order)}
+        room = [self.capacity] * len(order)
+        for t in resident:
+            start, end = self.lifetime(t, position)
+            for q in range(start, end + 1):
+                room[q] -= self.eligible[t]
+        return room
+
 
 def build_problem(graph: Graph, arch: Arch, objective: str = "dram") -> Problem:
     """Units, their candidates under ``objective`` and the residency-eligible tensors of ``graph`` on ``arch``."""

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from dse.graph import Graph, OpKind
-from hwmodels.systolic import INTEGRATION_OVERHEAD, GemmShapes, gemm_cost_arrays
+from hwmodels.systolic import INTEGRATION_OVERHEAD, GemmShapes, gemm_cost_arrays, vector_busy_cycles
 
 SCHEMA_VERSION = 3
 OP_KINDS = tuple(k.value for k in OpKind)
@@ -490,19 +490,15 @@ def pair_costs(ops: OpTable, archs: ArchTable, totals: bool = False) -> dict[str
             )
     vector = np.flatnonzero(~o["_array"])
     if len(vector):
-        lanes, bw, mode = a["_lanes"][:, None], a["_words_per_cycle"][:, None], a["_mode"][:, None]
         reads, writes, flops = o["_vec_reads"][vector], o["_vec_writes"][vector], o["_flops"][vector]
         live = o["fused"][vector] == 0  # a fused op runs in its producer's output pipeline
-        compute = np.ceil(flops / lanes)
-        busy = np.where(
-            mode == DRAM_MODES.index("unlimited"),
-            compute,
-            np.where(
-                mode == DRAM_MODES.index("per_operand"),
-                np.maximum(compute, np.maximum(reads, writes) / bw),
-                np.maximum(compute, (reads + writes) / bw),
-            ),
-        )
+        compute = np.ceil(flops / a["_lanes"][:, None])
+        busy = np.empty_like(compute)
+        for code, dram_mode in enumerate(DRAM_MODES):
+            rows = a["_mode"] == code
+            if rows.any():
+                bw = a["_words_per_cycle"][rows, None]
+                busy[rows] = vector_busy_cycles(compute[rows], reads, writes, bw, dram_mode)
         shape = (nd, len(vector))
         emit(
             slice(None),
@@ -568,10 +564,10 @@ class CrossFeatures:
             return np.broadcast_to(self.ops.columns[name][None, :], shape)
         return np.broadcast_to(self.archs.columns[name][:, None], shape)
 
-    def matrix(self, names: Sequence[str] = FEATURES) -> np.ndarray:
-        """(designs x ops, len(names)), design-major: the per-op surrogate's input."""
+    def matrix(self) -> np.ndarray:
+        """(designs x ops, len(FEATURES)), design-major: the per-op surrogate's input."""
         nd, no = self.n_designs, self.n_ops
-        return np.stack([self.column(name) for name in names], axis=-1).reshape(nd * no, len(names))
+        return np.stack([self.column(name) for name in FEATURES], axis=-1).reshape(nd * no, len(FEATURES))
 
 
 def cross_features(ops: OpTable, archs: ArchTable) -> CrossFeatures:
@@ -696,7 +692,7 @@ def batch_design_features(ops: OpTable, archs: ArchTable) -> tuple[np.ndarray, n
 
     def chunk(start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         part = archs.slice(start, start + CHUNK_DESIGNS)
-        return design_features(pair_costs(ops, part, totals=True), part.columns, ops)
+        return design_features(pair_costs(ops, part, totals=True), part.columns, ops.columns, ops.count)
 
     starts = range(0, len(archs), CHUNK_DESIGNS)
     if len(starts) == 1:
@@ -716,20 +712,21 @@ def design_totals(block: Any, count: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def design_features(
-    totals: Mapping[str, np.ndarray], arch: Mapping[str, np.ndarray], ops: OpTable | Mapping[str, np.ndarray]
+    totals: Mapping[str, np.ndarray],
+    arch: Mapping[str, np.ndarray],
+    op_columns: Mapping[str, np.ndarray],
+    count: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Design-level rows (designs, len(DESIGN_FEATURES)) and the baseline's cycle and energy totals.
 
-    ``totals`` are the per-design sums of ``pair_costs``; ``arch`` maps ARCH_FEATURES (and log_rows,
-    log_cols) to (designs,) arrays; ``ops`` gives op_is_conv, op_is_matmul, log_macs and the op counts.
-    The same code serves a batch being predicted and a dataset frame being trained on.
+    ``totals`` are the per-design sums of ``pair_costs``; ``arch`` maps ARCH_FEATURES to (designs,)
+    arrays; ``op_columns`` gives op_is_conv, op_is_matmul and log_macs per op, ``count`` the ops'
+    multiplicity. The same code serves a batch being predicted and a dataset frame being trained on.
     """
-    columns = ops.columns if isinstance(ops, OpTable) else ops
-    count = ops.count if isinstance(ops, OpTable) else columns["count"]
     cycles, energy = totals["est_cycles"], totals["est_energy_pj"]
     denom = cycles + 1.0
-    array = columns["op_is_conv"] + columns["op_is_matmul"]
-    array_macs = float((array * (np.exp2(columns["log_macs"]) - 1.0)) @ count)
+    array = op_columns["op_is_conv"] + op_columns["op_is_matmul"]
+    array_macs = float((array * (np.exp2(op_columns["log_macs"]) - 1.0)) @ count)
     pe = np.exp2(arch["log_rows"] + arch["log_cols"])
     agg = {
         "log_est_cycles_total": np.log2(denom),

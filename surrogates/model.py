@@ -364,7 +364,7 @@ def frame_design_features(data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, n
         totals = feat.design_totals(pairs, count)
         arch = {name: frame[name].to_numpy(dtype=float)[::no] for name in feat.ARCH_FEATURES}
         ops = {name: frame[name].to_numpy(dtype=float)[:no] for name in ("op_is_conv", "op_is_matmul", "log_macs")}
-        rows, c, e = feat.design_features(totals, arch, {**ops, "count": count})
+        rows, c, e = feat.design_features(totals, arch, ops, count)
         parts.append(rows)
         cycles.append(c)
         energy.append(e)

@@ -148,11 +148,7 @@ def test_latency_with_competing_large_activations_is_proven_optimal():
     check_schedule(to_mapping(problem, schedule, "cpsat"))
     # ties in latency (compute-bound ops) go to the tile that moves the fewest DRAM bytes and fits its slot
     position = {u: i for i, u in enumerate(schedule.order)}
-    room = [problem.capacity] * len(schedule.order)
-    for t in schedule.resident:
-        start, end = problem.lifetime(t, position)
-        for q in range(start, end + 1):
-            room[q] -= problem.eligible[t]
+    room = problem.slot_room(schedule.order, schedule.resident)
     for u, cands in enumerate(problem.cands):
         mode = problem.mode_of(u, schedule.resident)
         extra = problem.output_write_bytes(u)
