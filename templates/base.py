@@ -152,9 +152,8 @@ class Template(ABC):
         given = sorted(points[0]) if points else []
         extracted: dict[str, list] = {}
         if given and set(map(len, points)) == {len(given)}:
-            try:  # every point names the same parameters (a space's points do): one C-level pass
-                tuples = list(map(operator.itemgetter(*given), points))
-                extracted = {given[0]: tuples} if len(given) == 1 else dict(zip(given, map(list, zip(*tuples))))
+            try:  # every point names the same parameters (a space's points do): one C-level pass per name
+                extracted = {name: list(map(operator.itemgetter(name), points)) for name in given}
             except KeyError:
                 extracted = {}
         present = set(given) if extracted else set().union(*(point.keys() for point in points))
