@@ -26,7 +26,7 @@ if str(ROOT) not in sys.path:
 
 from dse.graph import GraphBuilder  # noqa: E402
 from hwmodels import fpga as fpga_model  # noqa: E402
-from hwmodels.fpga_catalog import get_part  # noqa: E402
+from hwmodels.catalogs.fpga import get_part  # noqa: E402
 from mappers.fpga import FpgaDataflowMapper  # noqa: E402
 from templates.fpga_dataflow import FpgaDataflowTemplate  # noqa: E402
 

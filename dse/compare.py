@@ -75,7 +75,7 @@ class Comparison:
 # ---------------------------------------------------------------------------------------------------
 def baseline_names(names: Sequence[str]) -> list[str]:
     """Catalog keys for user-written names (aliases allowed); UserError naming the bad one."""
-    from hwmodels.gpu_catalog import UnknownGpuError, canonical_gpu_name
+    from hwmodels.catalogs.gpu import UnknownGpuError, canonical_gpu_name
 
     out = []
     for name in names:
@@ -92,7 +92,7 @@ def baseline_names(names: Sequence[str]) -> list[str]:
 
 def gpu_precision(gpu: str, precision: str) -> str:
     """The workload precision if the GPU's tensor cores have it, else the closest one they do."""
-    from hwmodels.gpu_catalog import get_gpu
+    from hwmodels.catalogs.gpu import get_gpu
 
     spec = get_gpu(gpu)
     candidate = precision

@@ -175,7 +175,7 @@ def _build(config: dict[str, Any], layers: list[dict[str, Any]]):
 
 def hls_config(design: Design, backend: str, output_dir: Path) -> dict[str, Any]:
     """hls4ml's config dict: model-level knobs plus an explicit entry for every layer."""
-    from hwmodels.fpga_catalog import get_part
+    from hwmodels.catalogs.fpga import get_part
 
     arch = design.arch
     layer_config: dict[str, Any] = {}

@@ -528,14 +528,14 @@ def _parse_objective(text: str) -> tuple[Objective | None, str]:
 
 
 def _tech_names() -> list[str]:
-    from hwmodels import catalog
+    from hwmodels.catalogs import tech as catalog
 
     return list(catalog.tech_names())
 
 
 def _tech_problem(tech: Any) -> str | None:
     """None when ``tech`` names a catalog technology (aliases like '28nm' included), else the message."""
-    from hwmodels import catalog
+    from hwmodels.catalogs import tech as catalog
 
     names = _tech_names()
     if tech in names:
@@ -549,7 +549,7 @@ def _tech_problem(tech: Any) -> str | None:
 
 def _baseline_problem(name: str) -> str | None:
     """None when ``name`` is a GPU of the catalog (aliases like h100, a100 included), else the message."""
-    from hwmodels.gpu_catalog import UnknownGpuError, canonical_gpu_name
+    from hwmodels.catalogs.gpu import UnknownGpuError, canonical_gpu_name
 
     try:
         canonical_gpu_name(name)

@@ -26,8 +26,8 @@ import math
 from dataclasses import dataclass
 
 from hwmodels.base import LayerMetrics, Metrics
-from hwmodels.catalog import Sourced
-from hwmodels.fpga_catalog import FpgaPart, get_part
+from hwmodels.catalogs.fpga import FpgaPart, get_part
+from hwmodels.catalogs.tech import Sourced
 from mappers.base import Mapping
 from mappers.fpga import ComputePlan, EnginePlan, describe, stream_positions
 from templates.fpga_dataflow import FpgaArch

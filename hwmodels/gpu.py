@@ -7,7 +7,7 @@ on bandwidth. Kernels run back to back (one stream, no overlap between kernels).
 
 Energy is an **estimate** from TDP and utilization, not a measurement: each kernel draws
 ``static + (TDP - static) * max(compute utilization, DRAM utilization)`` for its duration, with the static
-share an assumption in ``hwmodels.gpu_catalog.MODEL_ASSUMPTIONS``.
+share an assumption in ``hwmodels.catalogs.gpu.MODEL_ASSUMPTIONS``.
 
 :func:`fit_calibration` fits the model's achievable fractions and launch overhead, plus a gradient-boosting
 residual predictor (as GPPerf does), to measured kernel times from ``benchmarks/gpu_measure.py``, and reports
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from hwmodels.base import LayerMetrics, Metrics
-from hwmodels.gpu_catalog import assumption
+from hwmodels.catalogs.gpu import assumption
 from mappers.base import Mapping
 from mappers.gpu import Gemm, KernelCost, Tile, gemm_cost, memory_kernel_cost
 from templates.gpu import GpuArch

@@ -5,7 +5,7 @@ so the mapper's objective and the reported metrics agree exactly. Energy: every 
 catalog's MAC price (a MAC = 2 FLOPs), every byte at its tier's price (PMU SRAM by PMU size, HBM/DDR per
 bit from the DRAM table), plus leakage of the whole die over the latency.
 
-Area: Plasticine's published per-tile areas at 28 nm (``hwmodels.rdu_catalog``), a PCU scaled by its
+Area: Plasticine's published per-tile areas at 28 nm (``hwmodels.catalogs.rdu``), a PCU scaled by its
 lanes x stages over Plasticine's 16 x 6, a PMU split into its SRAM (re-sized with the catalog's bitcell
 area) and the rest, the rest of the die (switches, address generators) as Plasticine's per-tile share,
 and all logic carried to the target node with the catalog's area scaling. The SSM extension adds SSM-RDU's
@@ -17,8 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from hwmodels.base import LayerMetrics, Metrics
-from hwmodels.catalog import get_tech
-from hwmodels.rdu_catalog import (
+from hwmodels.catalogs.rdu import (
     PLASTICINE_NODE,
     PLASTICINE_PCU_AREA_MM2,
     PLASTICINE_PCU_LANES_X_STAGES,
@@ -28,6 +27,7 @@ from hwmodels.rdu_catalog import (
     PLASTICINE_TOTAL_AREA_MM2,
     SSM_EXTENSION_AREA_FRACTION,
 )
+from hwmodels.catalogs.tech import get_tech
 from mappers.base import Mapping
 from mappers.rdu import build_problem, plan_cost
 from templates.rdu import PRECISION_BITS, RduArch

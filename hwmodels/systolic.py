@@ -29,7 +29,7 @@ the busy time is max(compute, traffic / bandwidth): one operand's prefetches are
 back and the array waits for them (SCALE-Sim doubles a per-miss stall, but consecutive stalls then
 alternate, so the average rate is the DRAM rate).
 
-Energy is access counts x catalog per-access energies (``hwmodels.catalog``) plus leakage x latency.
+Energy is access counts x catalog per-access energies (``hwmodels.catalogs.tech``) plus leakage x latency.
 
 ``gemm_cost_arrays`` evaluates the same closed forms over arrays of (design, GEMM) pairs at once, for
 batch consumers (the surrogates' baseline); a test holds it equal to ``gemm_cost`` wherever it does
@@ -847,7 +847,7 @@ def vector_busy_cycles(compute: Any, reads: Any, writes: Any, words_per_cycle: A
 # The model
 # ---------------------------------------------------------------------------------------------------
 def systolic_area_mm2(arch: SystolicArch) -> dict[str, float]:
-    from hwmodels.catalog import get_tech
+    from hwmodels.catalogs.tech import get_tech
 
     tech = get_tech(arch.tech)
     fmt = "int" if arch.precision.startswith("int") else "fp"
@@ -878,7 +878,7 @@ class SystolicModel:
     name: str = "systolic"
 
     def evaluate(self, mapping: Mapping, arch: SystolicArch) -> Metrics:  # type: ignore[override]
-        from hwmodels.catalog import get_tech
+        from hwmodels.catalogs.tech import get_tech
 
         tech = get_tech(arch.tech)
         fmt = "int" if arch.precision.startswith("int") else "fp"

@@ -44,7 +44,7 @@ ACCUMULATOR_REGISTER_SHARE = 0.5  # at most half the register file holds one blo
 
 
 def _assumption(name: str) -> float:
-    from hwmodels.gpu_catalog import assumption
+    from hwmodels.catalogs.gpu import assumption
 
     return assumption(name)
 

@@ -283,7 +283,7 @@ def _alloc_options(op: Op, graph: Graph, arch: Arch) -> list[AllocOption]:
 
 def _prices(arch: Arch, graph: Graph) -> tuple[dict[str, int], int, int]:
     """(fJ per byte per tier, static mW, compute fJ) from the technology catalog."""
-    from hwmodels.catalog import dram_energy_pj, get_tech
+    from hwmodels.catalogs.tech import dram_energy_pj, get_tech
     from hwmodels.rdu import compute_pj_per_flop, rdu_area_mm2
 
     tech = get_tech(arch.tech)  # type: ignore[attr-defined]

@@ -372,7 +372,7 @@ def cost_model(arch: Arch, objective: str) -> CostModel:
     bpc = float(getattr(arch, "dram_bytes_per_cycle", 1.0))
     if objective == "latency":
         return CostModel(objective, bpc)
-    from hwmodels.catalog import get_tech
+    from hwmodels.catalogs.tech import get_tech
     from hwmodels.systolic import sram_bank_kib, systolic_area_mm2
 
     tech = get_tech(arch.tech)  # type: ignore[attr-defined]

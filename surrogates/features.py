@@ -306,7 +306,7 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
     word_bytes = bits // 8
     for kib in sizes:
         refuse(kib * 1024 / word_bytes < 200)
-    from hwmodels.catalog import tech_names
+    from hwmodels.catalogs.tech import tech_names
 
     tech_code, techs = _codes(cols["tech"])
     known = set(tech_names())
@@ -375,7 +375,7 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
 @functools.lru_cache(maxsize=256)
 def _tech_constants(tech: str, precision: str) -> tuple:
     """Catalog energies (pJ) and areas (mm^2) of one technology at one precision."""
-    from hwmodels.catalog import get_tech
+    from hwmodels.catalogs.tech import get_tech
     from templates.systolic import PRECISIONS
 
     node = get_tech(tech)
@@ -396,7 +396,7 @@ def _tech_constants(tech: str, precision: str) -> tuple:
 def _sram_pj_per_byte(tech: tuple[np.ndarray, list[str]], kib: np.ndarray) -> np.ndarray:
     """The catalog's SRAM energy per byte of each (technology, capacity): one array call per technology.
     ``tech`` is (code per design, technology names) as ``_codes`` gives."""
-    from hwmodels.catalog import get_tech
+    from hwmodels.catalogs.tech import get_tech
 
     codes, names = tech
     if len(names) == 1:

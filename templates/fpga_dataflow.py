@@ -6,7 +6,7 @@ The knobs are the ones an hls4ml user sets in ``HLSConfig`` (and the ones ``dse 
   ``width``/``integer`` (the model Precision ``ap_fixed<width,integer>``, used for inputs, results, biases and
   accumulators), ``weight_width``/``weight_integer`` and ``accum_width``/``accum_integer`` (per-variable
   precisions; ``None`` = the model precision), ``io_type`` (io_parallel | io_stream), ``clock_period_ns``
-  (ClockPeriod) and ``part`` (a part of ``hwmodels.fpga_catalog``);
+  (ClockPeriod) and ``part`` (a part of ``hwmodels.catalogs.fpga``);
 - per layer (hls4ml ``LayerName``): ``layer<i>_reuse_factor``, ``layer<i>_strategy``, ``layer<i>_weight_width``,
   ``layer<i>_weight_integer``, ``layer<i>_result_width``, ``layer<i>_result_integer`` and ``layer<i>_execution``,
   for i = 0 .. MAX_LAYERS-1; ``None`` (the default) inherits the model-level value.
@@ -116,7 +116,7 @@ class FpgaArch(Arch):
 
 
 def _part_names() -> list[str]:
-    from hwmodels.fpga_catalog import part_names
+    from hwmodels.catalogs.fpga import part_names
 
     return part_names()
 
@@ -140,7 +140,7 @@ class FpgaDataflowTemplate(Template):
 
     def params(self) -> list[Param]:
         out = [
-            Param("part", "str", "xcu250", "target FPGA part (hwmodels.fpga_catalog)", choices=tuple(_part_names())),
+            Param("part", "str", "xcu250", "target FPGA part (hwmodels.catalogs.fpga)", choices=tuple(_part_names())),
             Param("clock_period_ns", "float", 5.0, "target clock period (hls4ml ClockPeriod)", low=1.0, high=100.0),
             Param("io_type", "str", "io_parallel", "hls4ml IOType", choices=IO_TYPES),
             Param("strategy", "str", "latency", "hls4ml Strategy of every layer", choices=STRATEGIES),

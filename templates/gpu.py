@@ -85,7 +85,7 @@ class GpuArch(Arch):
 
 
 def _catalog():
-    from hwmodels import gpu_catalog
+    from hwmodels.catalogs import gpu as gpu_catalog
 
     return gpu_catalog
 

@@ -3,7 +3,7 @@
 Why a template: SN40L-class chips run a graph as a sequence of *sections*, each a spatial pipeline of
 operators on pattern compute units (PCUs: ``lanes`` SIMD lanes x ``stages`` pipeline stages) fed by pattern
 memory units (PMUs: banked scratchpads), with the chip reconfigured between sections. A point names a preset
-(``sn40l`` or ``plasticine``, every number from ``hwmodels.rdu_catalog`` with its source) and may override any
+(``sn40l`` or ``plasticine``, every number from ``hwmodels.catalogs.rdu`` with its source) and may override any
 number: PCU/PMU counts, PMU size (or the total ``sram_mb``), clock, network, tier capacities and bandwidths,
 section switch time. ``ssm_ext`` adds SSM-RDU's FFT/scan interconnect (spatial butterflies and parallel scan).
 
@@ -91,13 +91,13 @@ class RduArch(Arch):
 
 
 def _catalog():
-    from hwmodels import rdu_catalog
+    from hwmodels.catalogs import rdu as rdu_catalog
 
     return rdu_catalog
 
 
 def _tech_names() -> list[str]:
-    from hwmodels.catalog import tech_names
+    from hwmodels.catalogs.tech import tech_names
 
     return list(tech_names())
 

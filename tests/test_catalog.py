@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from hwmodels import catalog
-from hwmodels.catalog import (
+from hwmodels.catalogs import tech as catalog
+from hwmodels.catalogs.tech import (
     DRAM,
     SOURCES_MD,
     Sourced,
@@ -273,9 +273,9 @@ def test_dram_energy_is_bytes_times_eight_times_pj_per_bit():
 
 
 def test_sources_md_is_up_to_date():
-    assert SOURCES_MD.exists(), "run `python -m hwmodels.catalog` to write hwmodels/data/SOURCES.md"
+    assert SOURCES_MD.exists(), "run `python -m hwmodels.catalogs.tech` to write hwmodels/data/SOURCES.md"
     assert SOURCES_MD.read_text(encoding="utf-8") == render_sources_markdown(), (
-        "SOURCES.md is stale; run `python -m hwmodels.catalog`"
+        "SOURCES.md is stale; run `python -m hwmodels.catalogs.tech`"
     )
 
 

@@ -11,8 +11,8 @@ from dse import zoo
 from dse.evaluate import PointEvaluator
 from dse.graph import GraphBuilder
 from dse.spec import load_spec
+from hwmodels.catalogs.fpga import UnknownPartError, get_part, part_names
 from hwmodels.fpga import bram18_blocks, dsp_per_mult
-from hwmodels.fpga_catalog import UnknownPartError, get_part, part_names
 from mappers.base import MappingError
 from mappers.fpga import FpgaDataflowMapper, closest_reuse_factor, valid_reuse_factors
 from templates.base import TemplateError

@@ -9,7 +9,7 @@ import pytest
 
 from dse import zoo
 from dse.graph import GraphBuilder
-from hwmodels import gpu_catalog
+from hwmodels.catalogs import gpu as gpu_catalog
 from hwmodels.gpu import GpuModel, Measurement, fit_calibration, predict_seconds
 from mappers.gpu import Gemm, GpuTileMapper, Tile, best_tile, candidate_tiles, gemm_cost, tile_efficiency, tile_fits
 from templates.base import TemplateError
@@ -59,7 +59,7 @@ def test_sources_markdown_lists_every_gpu_and_assumption() -> None:
     for name in gpu_catalog.gpu_names():
         assert f"## {name}" in text
     assert "ASSUMPTION" in text and "launch_us" in text
-    assert gpu_catalog.GPU_SOURCES_MD.read_text() == text, "run python -m hwmodels.gpu_catalog"
+    assert gpu_catalog.GPU_SOURCES_MD.read_text() == text, "run python -m hwmodels.catalogs.gpu"
 
 
 # ------------------------------------------------------------------------------------------ template

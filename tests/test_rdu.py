@@ -14,8 +14,8 @@ from dse.graph import Graph, GraphBuilder, OpKind
 from dse.registry import family
 from dse.zoo.ssm import hyena, mamba
 from dse.zoo.transformers import gpt2
+from hwmodels.catalogs.rdu import PLASTICINE_TOTAL_AREA_MM2, PRESETS, PUBLISHED_RATIOS
 from hwmodels.rdu import RduModel, rdu_area_mm2
-from hwmodels.rdu_catalog import PLASTICINE_TOTAL_AREA_MM2, PRESETS, PUBLISHED_RATIOS
 from mappers.base import MappingError
 from mappers.rdu import (
     RduSectionMapper,

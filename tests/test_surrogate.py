@@ -263,7 +263,7 @@ def test_vectorised_arch_table_equals_per_point_instantiate():
 
 
 def test_sram_energy_vectorised_matches_the_catalog():
-    from hwmodels.catalog import get_tech
+    from hwmodels.catalogs.tech import get_tech
 
     kib = np.exp(np.random.default_rng(0).uniform(-1, 9, 300))
     tech = np.array(["asic-45nm", "asic-7nm", "asic-28nm"] * 100, dtype=object)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from hwmodels.catalog import UNVERIFIED, Sourced
+from hwmodels.catalogs.tech import UNVERIFIED, Sourced
 
 SN40L_PAPER = (
     'R. Prabhakar et al., "SambaNova SN40L: Scaling the AI Memory Wall with Dataflow and Composition of Experts", '

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from hwmodels.catalog import Sourced
+from hwmodels.catalogs.tech import Sourced
 
 DS962 = "AMD/Xilinx DS962 'Alveo U200 and U250 Data Center Accelerator Cards Data Sheet', Table 1 (U250 column)"
 DS963 = "AMD/Xilinx DS963 'Alveo U280 Data Center Accelerator Card Data Sheet', Table 1"
