@@ -76,16 +76,23 @@ _BANKS_PER_SRAM = 2
 _UNIFIED_BANKS = 4
 
 
+def bank_kib(ifmap_kib, filter_kib, ofmap_kib, unified):  # noqa: ANN001, ANN201 (scalars or numpy arrays)
+    """The bank one access to the ifmap, filter and ofmap SRAMs activates, in KiB: their energy scale.
+
+    The one place this is decided, for scalars (the model, the tiling mappers' prices) and for numpy
+    columns (the surrogates' batch features): a split SRAM's half, or a quarter of a unified scratchpad.
+    """
+    sizes = (ifmap_kib, filter_kib, ofmap_kib)
+    whole = (ifmap_kib + filter_kib + ofmap_kib) / _UNIFIED_BANKS
+    if isinstance(unified, (bool, np.bool_)):
+        return tuple(whole if unified else kib / _BANKS_PER_SRAM for kib in sizes)
+    return tuple(np.where(unified, whole, np.asarray(kib) / _BANKS_PER_SRAM) for kib in sizes)
+
+
 def sram_bank_kib(arch: SystolicArch) -> dict[str, float]:
     """The bank one access to each SRAM ('ifmap' | 'filter' | 'ofmap') activates, in KiB: its energy scale."""
-    if arch.scratchpad == "unified":
-        bank = arch.scratchpad_kib / _UNIFIED_BANKS
-        return {"ifmap": bank, "filter": bank, "ofmap": bank}
-    return {
-        "ifmap": arch.ifmap_sram_kib / _BANKS_PER_SRAM,
-        "filter": arch.filter_sram_kib / _BANKS_PER_SRAM,
-        "ofmap": arch.ofmap_sram_kib / _BANKS_PER_SRAM,
-    }
+    banks = bank_kib(arch.ifmap_sram_kib, arch.filter_sram_kib, arch.ofmap_sram_kib, arch.scratchpad == "unified")
+    return dict(zip(("ifmap", "filter", "ofmap"), banks))
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from dse.graph import Graph, OpKind
-from hwmodels.systolic import INTEGRATION_OVERHEAD, GemmShapes, gemm_cost_arrays, vector_busy_cycles
+from hwmodels.systolic import INTEGRATION_OVERHEAD, GemmShapes, bank_kib, gemm_cost_arrays, vector_busy_cycles
 
 SCHEMA_VERSION = 3
 OP_KINDS = tuple(k.value for k in OpKind)
@@ -325,7 +325,7 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
     consts = np.array(table, dtype=float)[pair_index]
     e_mac, e_alu, e_dram, pe_area, sram_area, alu_area, leak, node_nm = consts.T
     tech = (tech_code, techs)
-    e_sram = [_sram_pj_per_byte(tech, kib / 2) for kib in sizes]
+    e_sram = [_sram_pj_per_byte(tech, kib) for kib in bank_kib(*sizes, unified)]
     sram_kib = sizes[0] + sizes[1] + sizes[2]
     area_floor = rows * cols_ * pe_area + sram_kib * sram_area + lanes * alu_area
     columns = {

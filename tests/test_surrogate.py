@@ -299,14 +299,20 @@ def test_design_level_model_batch_path_matches_the_dataset_path(dataset: pd.Data
         SurrogateModel.fit(train_part, kind, level="layer")
 
 
-def test_closed_form_baseline_matches_the_systolic_model_per_op():
+@pytest.mark.parametrize("scratchpad", ["split", "unified"])
+def test_closed_form_baseline_matches_the_systolic_model_per_op(scratchpad):
     """``pair_costs`` (the surrogates' baseline) against the full model, op by op, shared DRAM: exact
-    cycles and energy wherever it is not marked approximate, and close where it is."""
+    cycles and energy wherever it is not marked approximate, and close where it is; for split SRAMs and
+    for a unified scratchpad (whose banks are priced differently: one price function serves both)."""
     graph = build("resnet18")
     ops = feat.op_table(graph)
+    if scratchpad == "split":
+        sizes = [{"ifmap_sram_kib": 64, "filter_sram_kib": f, "ofmap_sram_kib": 32} for f in (64, 512)]
+    else:
+        sizes = [{"scratchpad": "unified", "sram_kib": kib} for kib in (160, 608)]
     points = [
-        {"rows": r, "cols": c, "dataflow": df, "ifmap_sram_kib": 64, "filter_sram_kib": f, "ofmap_sram_kib": 32}
-        for (r, c, f) in ((16, 32, 64), (64, 8, 512))
+        {"rows": r, "cols": c, "dataflow": df, **size}
+        for (r, c), size in zip(((16, 32), (64, 8)), sizes)
         for df in ("os", "ws", "is")
     ]
     costs = feat.pair_costs(ops, feat.arch_table("systolic", points, {}))
