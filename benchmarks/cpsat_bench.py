@@ -29,10 +29,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dse.zoo import build  # noqa: E402
-from mappers.cpsat import CpSatMapper, clear_schedule_cache, solve  # noqa: E402
-from mappers.greedy import greedy_schedule  # noqa: E402
-from mappers.schedule_check import check_schedule  # noqa: E402
-from mappers.tiling import build_problem, clear_candidate_cache, to_mapping  # noqa: E402
+from mappers.systolic.check import check_schedule  # noqa: E402
+from mappers.systolic.cpsat import CpSatMapper, clear_schedule_cache, solve  # noqa: E402
+from mappers.systolic.greedy import greedy_schedule  # noqa: E402
+from mappers.systolic.problem import build_problem, to_mapping  # noqa: E402
+from mappers.systolic.tiling import clear_candidate_cache  # noqa: E402
 from templates.systolic import SystolicTemplate  # noqa: E402
 
 WORKLOADS = {

@@ -49,7 +49,7 @@ search: {strategy: grid, seed: 0}
 
 def raw_rates(points: int, queue: multiprocessing.Queue) -> None:
     """In a fresh process: serial evaluator rate over unseen points, then over the same points again."""
-    from dse.cli import build_evaluator
+    from dse.session import build_evaluator
     from dse.spec import parse_spec
 
     spec = parse_spec(SPEC, "eval_rate.yaml")
@@ -71,8 +71,8 @@ def children_cpu_seconds() -> float:
 
 
 def main() -> None:
-    from dse.cli import build_evaluator
     from dse.explore import explore
+    from dse.session import build_evaluator
     from dse.spec import parse_spec
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

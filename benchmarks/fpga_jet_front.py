@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from dse.cli import build_evaluator  # noqa: E402
 from dse.pareto import pareto_mask  # noqa: E402
+from dse.session import build_evaluator  # noqa: E402
 from dse.spec import load_spec  # noqa: E402
 
 SPEC = ROOT / "designs" / "jet_mlp_fpga.yaml"

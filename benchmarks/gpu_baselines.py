@@ -56,7 +56,7 @@ CASES = (
 
 def evaluate(case: Case):
     from dse import zoo
-    from hwmodels.gpu import GpuModel
+    from hwmodels.gpu.model import GpuModel
     from mappers.gpu import GpuTileMapper
     from templates.gpu import GpuTemplate
 

@@ -3,7 +3,7 @@
 Why: the GPU model's achievable fractions and launch overhead are assumptions until they are fitted to
 measured kernels. This script measures on CUDA when present and on the CPU otherwise (so it always runs),
 with warm-up, several repeats and the median, and records the device name and library versions in every
-row. ``--fit GPU`` then fits ``hwmodels.gpu`` (fractions, launch overhead and a gradient-boosting residual
+row. ``--fit GPU`` then fits ``hwmodels.gpu.calibrate`` (fractions, launch overhead and a gradient-boosting residual
 model) on part of the GEMM/conv shapes and prints the error on the held-out ones.
 
     .venv/bin/python benchmarks/gpu_measure.py --out hwmodels/data/gpu_measured_h100.csv --fit h100_sxm
@@ -227,7 +227,7 @@ def write_csv(path: Path, rows: list[Row], info: dict[str, str]) -> Path:
 
 def fit_and_report(csv_path: Path, gpu: str, precision: str) -> None:
     """Fit the GPU model to the measured GEMM/conv rows and print held-out errors."""
-    from hwmodels.gpu import fit_calibration, read_measurements
+    from hwmodels.gpu.calibrate import fit_calibration, read_measurements
     from templates.gpu import GpuTemplate
 
     arch = GpuTemplate().instantiate({"gpu": gpu, "precision": precision})
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="a few small shapes only (seconds on a CPU)")
     parser.add_argument("--out", type=Path, default=Path("gpu_measure.csv"))
-    parser.add_argument("--fit", metavar="GPU", help="fit hwmodels.gpu for this catalog GPU on the measurement")
+    parser.add_argument("--fit", metavar="GPU", help="fit hwmodels.gpu.calibrate for this catalog GPU on the measurement")
     args = parser.parse_args(argv)
     try:
         import torch

@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pandas as pd  # noqa: E402
 
-from dse.cli import build_evaluator  # noqa: E402
 from dse.explore import explore  # noqa: E402
+from dse.session import build_evaluator  # noqa: E402
 from dse.spec import load_spec, parse_spec  # noqa: E402
 from surrogates.hybrid import wrap_evaluator  # noqa: E402
 

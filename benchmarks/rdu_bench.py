@@ -21,10 +21,10 @@ from dse.graph import Graph
 from dse.zoo.ssm import hyena, mamba
 from dse.zoo.transformers import bert_base, gpt2
 from hwmodels.catalogs.rdu import PUBLISHED_RATIOS
-from hwmodels.gpu import GpuModel
-from hwmodels.rdu import RduModel
+from hwmodels.gpu.model import GpuModel
+from hwmodels.rdu.model import RduModel
 from mappers.gpu import GpuTileMapper
-from mappers.rdu import RduSectionMapper, RduUnfusedMapper, clear_cache
+from mappers.rdu.sections import RduSectionMapper, RduUnfusedMapper, clear_cache
 from templates.gpu import GpuTemplate
 from templates.rdu import RduTemplate
 

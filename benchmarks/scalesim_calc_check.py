@@ -1,7 +1,7 @@
 """Before/after error of the ifmap/filter DRAM reads in SCALE-Sim CALC mode, on every CALC row of the shared CSV.
 
 "before": ``hwmodels.systolic.gemm_cost`` (the epoch-probability closed forms); "after":
-``hwmodels.scalesim_calc.calc_dram_reads`` (closed form where exact, else the exact replay of
+``hwmodels.systolic.scalesim_calc.calc_dram_reads`` (closed form where exact, else the exact replay of
 SCALE-Sim's read-buffer rule). Also times ``calc_dram_reads`` per layer, cold (memo cleared) and warm.
 
     python benchmarks/scalesim_calc_check.py
@@ -27,9 +27,9 @@ def _pct(model: float, ref: float) -> float:
 
 
 def main() -> None:
-    from hwmodels.scalesim_calc import calc_dram_reads, clear_cache
-    from hwmodels.systolic import gemm_cost
-    from mappers.systolic import SystolicFoldMapper
+    from hwmodels.systolic.cost import gemm_cost
+    from hwmodels.systolic.scalesim_calc import calc_dram_reads, clear_cache
+    from mappers.systolic.fold import SystolicFoldMapper
     from templates.systolic import SystolicTemplate
 
     with open(SHARED) as f:

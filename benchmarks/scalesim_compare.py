@@ -53,7 +53,7 @@ def _layer(r: dict) -> ScaleSimLayer:
 def _timed_predict(layers: list[ScaleSimLayer], cfg: ScaleSimConfig, repeat: int = 20) -> tuple[list[dict], float]:
     """Seconds per layer through template -> mapper -> model. USER mode is timed cold (the emulation's
     memo cleared, one layer at a time), since a repeat would only measure the cache."""
-    from hwmodels.systolic import clear_user_mode_cache
+    from hwmodels.systolic.user_mode import clear_user_mode_cache
 
     if cfg.bw_mode == "USER":
         out, total = [], 0.0

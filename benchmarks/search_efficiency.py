@@ -224,8 +224,8 @@ def main() -> None:
     ap.add_argument("--strategies", nargs="+", default=["random", "nsga2", "tpe", "gp"], help="which to run")
     args = ap.parse_args()
 
-    from dse.cli import build_evaluator
     from dse.explore import explore
+    from dse.session import build_evaluator
     from dse.spec import load_spec
 
     spec = load_spec(SPEC)

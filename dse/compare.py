@@ -4,7 +4,7 @@ Why: an accelerator design is only interesting relative to an H100 or an L4 runn
 For each Pareto design and each baseline GPU (``baselines: [h100, a100]`` in the spec, or
 ``dse compare DIR --baselines ...``) this module gives latency, throughput, energy per inference,
 performance per watt and the ratio to the best GPU, per workload and per layer, plus the roofline of the
-best GPU and of the knee design side by side. GPU figures come from ``hwmodels.gpu`` (catalog numbers,
+best GPU and of the knee design side by side. GPU figures come from ``hwmodels.gpu.model`` (catalog numbers,
 uncalibrated achievable fractions; energy an estimate from TDP and utilization).
 
 ``dse compare DIR`` prints the table and writes ``compare.csv`` and ``compare_layers.csv`` into DIR; the
@@ -26,7 +26,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dse.errors import UserError
-from dse.graph import Graph
+from dse.graph import PRECISION_BYTES, Graph
+from dse.pareto import knee_point_id
+from dse.registry import family, make_mapper
+from dse.rundir import open_run
+from dse.session import build_graph
+from hwmodels.catalogs.gpu import UnknownGpuError, canonical_gpu_name, get_gpu
+from hwmodels.gpu.model import ENERGY_NOTE
 
 DEFAULT_BASELINES = ("h100_sxm", "a100_80gb")
 MAX_DESIGNS = 20
@@ -75,8 +81,6 @@ class Comparison:
 # ---------------------------------------------------------------------------------------------------
 def baseline_names(names: Sequence[str]) -> list[str]:
     """Catalog keys for user-written names (aliases allowed); UserError naming the bad one."""
-    from hwmodels.catalogs.gpu import UnknownGpuError, canonical_gpu_name
-
     out = []
     for name in names:
         try:
@@ -92,8 +96,6 @@ def baseline_names(names: Sequence[str]) -> list[str]:
 
 def gpu_precision(gpu: str, precision: str) -> str:
     """The workload precision if the GPU's tensor cores have it, else the closest one they do."""
-    from hwmodels.catalogs.gpu import get_gpu
-
     spec = get_gpu(gpu)
     candidate = precision
     for _ in range(4):
@@ -105,12 +107,8 @@ def gpu_precision(gpu: str, precision: str) -> str:
 
 def evaluate_baselines(graph: Graph, names: Sequence[str], precision: str) -> tuple[list[GpuBaseline], list[str]]:
     """Each named GPU on ``graph`` (stored at ``precision``), with a note for every precision fallback."""
-    from dse.graph import PRECISION_BYTES
-    from hwmodels.gpu import GpuModel
-    from mappers.gpu import GpuTileMapper
-    from templates.gpu import GpuTemplate
-
-    template, mapper, model = GpuTemplate(), GpuTileMapper(), GpuModel()
+    gpu = family("gpu")
+    template, mapper, model = gpu.template(), make_mapper("gpu"), gpu.hwmodel()
     baselines, notes = [], []
     for name in baseline_names(names):
         run_at = gpu_precision(name, precision)
@@ -281,8 +279,6 @@ def design_roofline(design: pd.Series, template_kind: str | None) -> tuple[float
     if template_kind is None:
         return None
     try:
-        from dse.registry import family
-
         fam = family(template_kind)
         template = fam.template()
         names = {p.name for p in template.params()}
@@ -358,18 +354,9 @@ def comparison_bar_figure(summary: pd.DataFrame) -> go.Figure:
 # ---------------------------------------------------------------------------------------------------
 # Whole runs
 # ---------------------------------------------------------------------------------------------------
-def _workload_graph(spec: Any) -> Graph:
-    from dse.workload import load_workload
-
-    w = spec.workload
-    return load_workload(w.model, batch=w.batch, precision=w.precision, base_dir=spec.base_dir, **w.options)
-
-
 def _knee(pareto: pd.DataFrame, objectives: Sequence[Any]) -> pd.Series | None:
     if pareto.empty:
         return None
-    from dse.report import knee_point_id
-
     knee = knee_point_id(pareto, list(objectives)) if objectives else None
     rows = pareto[pareto["point_id"] == knee] if knee is not None else pareto.head(1)
     return (rows if not rows.empty else pareto.head(1)).iloc[0]
@@ -386,7 +373,7 @@ def compare_run(
 ) -> Comparison:
     """The comparison of a run's Pareto designs with the spec's (or the given) baseline GPUs."""
     names = list(baselines) if baselines else list(spec.baselines) or list(DEFAULT_BASELINES)
-    graph = graph if graph is not None else _workload_graph(spec)
+    graph = graph if graph is not None else build_graph(spec)
     precision = spec.workload.precision
     gpus, notes = evaluate_baselines(graph, names, precision)
     summary = summary_frame(pareto, gpus, precision, param_names)
@@ -398,8 +385,6 @@ def compare_run(
         ("fig-compare-bars", comparison_bar_figure(summary)),
         ("fig-compare-roofline", roofline_figure(gpus, knee, knee_layers, kind)),
     ]
-    from hwmodels.gpu import ENERGY_NOTE
-
     notes = [*notes, ENERGY_NOTE, "GPU latencies are modelled from catalog numbers (no device calibration)"]
     if knee is not None:
         notes.append(f"per-layer columns compare the knee design {str(knee['point_id'])[:8]} with each GPU")
@@ -418,13 +403,10 @@ def write_comparison(out_dir: Path, comparison: Comparison) -> list[Path]:
 
 def compare_dir(run_dir: Path, baselines: Sequence[str] | None = None) -> Comparison:
     """Load a run directory (store, spec, pareto.csv) and compare its Pareto designs with GPUs."""
-    from dse.runs import _open_store, _spec_of
-
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir} is not a directory; give a run directory written by `dse explore`")
-    with _open_store(run_dir) as store:
-        spec = _spec_of(run_dir, store.meta())
+    with open_run(run_dir) as (store, spec):
         pareto_csv = run_dir / "pareto.csv"
         if not pareto_csv.is_file():
             raise UserError(f"{run_dir} has no pareto.csv; run `dse report {run_dir}` first", where=str(run_dir))

@@ -11,8 +11,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dse.graph import Graph
-from dse.registry import family
-from hwmodels.base import Metrics
+from dse.registry import family, make_mapper
+from hwmodels.base import HwModel, Metrics
+from mappers.base import Mapper
+from mappers.base import Mapping as OpsMapping
+from templates.base import Arch, Template
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Every stage's product for one point: what ``dse export`` and ``dse schedule`` need beyond the metrics."""
+
+    arch: Arch
+    mapping: OpsMapping
+    metrics: Metrics
 
 
 @dataclass
@@ -20,20 +32,22 @@ class PointEvaluator:
     """Evaluates points of one template on one graph with one mapper.
 
     ``fixed`` holds the parameters that do not vary (scalars in the spec, the
-    workload precision, the technology), merged under every point.
+    workload precision, the technology), merged under every point; ``mapper_options``
+    are the spec's ``template.mapper_options``.
     """
 
     graph: Graph
     template_kind: str
     mapper_name: str | None = None
     fixed: dict[str, Any] = field(default_factory=dict)
+    mapper_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         fam = family(self.template_kind)
-        self._template = fam.template()
         self.mapper_name = self.mapper_name or fam.default_mapper
-        self._mapper = fam.mappers[self.mapper_name]()
-        self._hwmodel = fam.hwmodel()
+        self._template: Template = fam.template()
+        self._mapper: Mapper = make_mapper(self.template_kind, self.mapper_name, self.mapper_options)
+        self._hwmodel: HwModel = fam.hwmodel()
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
@@ -42,10 +56,21 @@ class PointEvaluator:
         self.__dict__.update(state)
         self.__post_init__()
 
-    def arch(self, point: Mapping[str, Any]):
+    @property
+    def mapper(self) -> Mapper:
+        return self._mapper
+
+    @property
+    def hwmodel(self) -> HwModel:
+        return self._hwmodel
+
+    def arch(self, point: Mapping[str, Any]) -> Arch:
         return self._template.instantiate({**self.fixed, **point})
 
-    def __call__(self, point: Mapping[str, Any]) -> Metrics:
+    def trace(self, point: Mapping[str, Any]) -> Trace:
         arch = self.arch(point)
         mapping = self._mapper.map(self.graph, arch)
-        return self._hwmodel.evaluate(mapping, arch)
+        return Trace(arch, mapping, self._hwmodel.evaluate(mapping, arch))
+
+    def __call__(self, point: Mapping[str, Any]) -> Metrics:
+        return self.trace(point).metrics

@@ -10,7 +10,6 @@ budget is spent it marks feasible and Pareto-optimal points and writes
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,12 +18,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from dse.executors import Outcome, make_executor
+from dse.executors import Executor, Outcome, make_executor
+from dse.finish import SweepCounts, finish_run, spec_yaml_text
 from dse.objectives import Constraint, Objective
-from dse.pareto import FrontTracker, feasible_mask, front_mask, hypervolume_history, objective_matrix
+from dse.pareto import FrontTracker
 from dse.search import Observation, Proposal, SearchStrategy, make_strategy
+from dse.space import DesignSpace
+from dse.spec import Spec
 from dse.store import FlatMetrics, FlatMetricsEvaluator, PointRecord, Store, point_key
+
+__all__ = ["Display", "Evaluation", "ExploreResult", "Sweep", "SweepCounts", "explore", "spec_yaml_text"]
 
 
 @dataclass
@@ -44,21 +50,24 @@ class ExploreResult:
 
 
 def explore(
-    spec: Any,
+    spec: Spec,
     out_dir: Path,
-    evaluator: Callable[[Mapping[str, Any]], Any],
+    evaluator: Callable[[Mapping[str, Any]], Any] | Evaluation,
     *,
     executor: str | None = None,
     workers: int | None = None,
     progress: bool = True,
-    space: Any = None,
+    space: DesignSpace | None = None,
 ) -> ExploreResult:
-    """Run the spec's search to its budget in ``out_dir`` (resuming whatever the store there holds)."""
+    """Run the spec's search to its budget in ``out_dir`` (resuming whatever the store there holds).
+
+    ``evaluator`` is a plain ``point -> Metrics`` callable, or an ``Evaluation`` that brings explorer
+    hooks with it (``surrogates.hybrid.wrap_evaluator`` makes the one a spec's ``evaluator:`` names).
+    """
     start = time.perf_counter()
+    evaluation = evaluator if isinstance(evaluator, Evaluation) else Evaluation(evaluator)
     out_dir = Path(out_dir)
     if space is None:
-        from dse.space import DesignSpace
-
         space = DesignSpace.from_spec(spec)
     objectives = list(spec.objective_list())
     constraints = list(spec.constraint_list())
@@ -71,17 +80,15 @@ def explore(
         store.start_run(
             spec.name, spec_yaml_text(spec), fingerprint, str(Path(spec_path).resolve()) if spec_path else ""
         )
-        # a batch evaluator (surrogate prediction) brings its own in-process executor; hybrid its own sweep
-        batch_executor = getattr(evaluator, "batch_executor", None)
-        sweep_class = getattr(evaluator, "sweep_class", Sweep)
+        batch_executor = evaluation.batch_executor
         with batch_executor() if batch_executor else make_executor(executor, workers) as pool:
-            sweep = sweep_class(store, strategy, space, fingerprint, evaluator_name, objectives, constraints)
-            with _Display(progress, strategy.budget, spec.name) as display:
-                sweep.run(pool, FlatMetricsEvaluator(evaluator), display)
+            sweep = evaluation.sweep_class(store, strategy, space, fingerprint, evaluator_name, objectives, constraints)
+            with Display(progress, strategy.budget, spec.name) as display:
+                sweep.run(pool, FlatMetricsEvaluator(evaluation.evaluator), display)
         sweep_seconds = time.perf_counter() - start
         store.set_status("done")
-        run_notes = list(strategy.notes) + list(getattr(sweep, "notes", []))
-        report, points, pareto, notes = finish_run(out_dir, spec, store, space, run_notes, sweep, strategy)
+        run_notes = list(strategy.notes) + list(sweep.notes)
+        report, points, pareto, notes = finish_run(out_dir, spec, store, space, run_notes, sweep.counts(strategy))
     return ExploreResult(
         out_dir=out_dir,
         points=points,
@@ -96,12 +103,28 @@ def explore(
     )
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """An evaluator with the explorer hooks it brings: the explorer's two public extension points.
+
+    ``sweep_class``: a Sweep subclass that drives the loop itself (the surrogates' hybrid screening).
+    ``batch_executor``: a factory of an in-process executor for an evaluator that answers a whole batch
+    per call (surrogate prediction); None runs points on the executor the user chose.
+    """
+
+    evaluator: Callable[[Mapping[str, Any]], Any]
+    sweep_class: type[Sweep] = field(default_factory=lambda: Sweep)
+    batch_executor: Callable[[], Executor] | None = None
+
+
 class Sweep:
     """The ask -> (store | evaluate) -> store -> tell loop, with its counters.
 
-    Public extension point: an evaluator that must drive the loop itself (the surrogates' hybrid
-    evaluator screens the whole budget before evaluating anything exactly) carries a ``sweep_class``
-    attribute naming a subclass, and ``explore`` runs that instead. Subclasses override ``run``.
+    Public extension point: a loop of another shape (the surrogates' hybrid evaluator screens the
+    whole budget before evaluating anything exactly) subclasses Sweep, overrides ``run`` and is passed to
+    ``explore`` as ``sweep_class``. What a subclass may use: ``key``, ``count`` (every point it stores
+    or reuses, for the counters, the live front and the progress bar), ``store``, ``strategy``,
+    ``objectives``, ``constraints``, the counters, and ``notes`` (lines for the report).
     """
 
     def __init__(
@@ -126,11 +149,16 @@ class Sweep:
         self.reused = 0
         self.failed = 0
         self.proposed = 0
+        self.notes: list[str] = []
 
     def key(self, point: Mapping[str, Any]) -> str:
         return point_key(self.fingerprint, self.space.canonical(dict(point)))
 
-    def run(self, pool: Any, evaluator: Callable[[Mapping[str, Any]], Any], display: _Display) -> None:
+    def counts(self, strategy: SearchStrategy) -> SweepCounts:
+        """What the run's notes report: strategy, budget and the counters."""
+        return SweepCounts(strategy.name, strategy.budget, self.evaluated, self.reused, self.failed)
+
+    def run(self, pool: Executor, evaluator: Callable[[Mapping[str, Any]], Any], display: Display) -> None:
         self.proposed = self._replay(display) if self.strategy.replays else 0
         batch_size = self.strategy.batch_size(pool.workers)
         while self.proposed < self.strategy.budget:
@@ -141,22 +169,22 @@ class Sweep:
             self.strategy.tell(proposals, observations)
             self.proposed += len(proposals)
 
-    def _replay(self, display: _Display) -> int:
+    def _replay(self, display: Display) -> int:
         """Feed the strategy's own earlier proposals back to it, so an optuna sampler continues from them."""
         history = []
         for key in self.store.proposals(self.strategy.tag)[: self.strategy.budget]:
             record = self.store.get(key)
             if record is not None:
                 history.append((record.params, _observation(record)))
-                self._count(record, reused=True, display=display)
+                self.count(record, reused=True, display=display)
         return self.strategy.replay(history)
 
     def _run_batch(
         self,
         proposals: Sequence[Proposal],
-        pool: Any,
+        pool: Executor,
         evaluator: Callable[[Mapping[str, Any]], Any],
-        display: _Display,
+        display: Display,
     ) -> list[Observation]:
         """Answer stored points from the store, evaluate the others once each; observations in proposal order."""
         keys = [self.key(p.point) for p in proposals]
@@ -182,13 +210,13 @@ class Sweep:
             self.store.put_many([record], proposals=log.get(key, []))  # committed before counted, shown or told
             results[key] = record
             self.evaluated += 1
-            self._count(record, reused=False, display=display)
+            self.count(record, reused=False, display=display)
         counted_fresh: set[str] = set()
         for key in keys:
             if key in fresh and key not in counted_fresh:
                 counted_fresh.add(key)  # counted above, when it was evaluated
             else:
-                self._count(results[key], reused=True, display=display)
+                self.count(results[key], reused=True, display=display)
         return [_observation(results[key]) for key in keys]
 
     def _record(self, key: str, point: Mapping[str, Any], outcome: Outcome) -> PointRecord:
@@ -206,7 +234,8 @@ class Sweep:
             )
         return PointRecord(status="failed", reason=outcome.error, evaluator=self.evaluator_name, exact=False, **common)
 
-    def _count(self, record: PointRecord, *, reused: bool, display: _Display) -> None:
+    def count(self, record: PointRecord, *, reused: bool, display: Display) -> None:
+        """Count one stored or reused point: counters, the live front of feasible points, the progress bar."""
         if reused:
             self.reused += 1
         if not record.ok:
@@ -226,175 +255,16 @@ def _observation(record: PointRecord) -> Observation:
     return Observation(ok=record.ok, metrics=record.metrics)
 
 
-# -- frames and files ------------------------------------------------------------------
-
-
-def finish_run(
-    out_dir: Path,
-    spec: Any,
-    store: Store,
-    space: Any,
-    notes: list[str],
-    sweep: Sweep | None = None,
-    strategy: SearchStrategy | None = None,
-) -> tuple[Path | None, pd.DataFrame, pd.DataFrame, list[str]]:
-    """From the store to the run directory's files: annotated points, front, hypervolume, report.
-
-    Shared by ``explore`` and ``dse report`` so a regenerated report is the one a run writes.
-    """
-    objectives = list(spec.objective_list())
-    constraints = list(spec.constraint_list())
-    fingerprint = spec.evaluation_fingerprint()
-    free_names = [dim.name for dim in space.free]
-    param_names = free_names + [name for name in space.fixed if name not in free_names]
-    points, outside = _points_in_space(store, fingerprint, param_names, space)
-    points = annotate(points, objectives, constraints)
-    layers = {pid: store.layers_frame(pid) for pid in points.loc[points["pareto"], "point_id"]}
-    pareto = pareto_frame(points, objectives)
-    history = hypervolume_history(points, objectives, constraints)
-    if sweep is not None and strategy is not None:
-        notes = notes + _run_notes(points, sweep, strategy)
-    if outside:
-        notes.append(f"{outside} stored point(s) of earlier runs in this directory lie outside this spec's space")
-    write_outputs(out_dir, spec, points, pareto, history)
-    comparison = None
-    if getattr(spec, "baselines", None):
-        from dse.compare import compare_run, write_comparison
-        from dse.errors import UserError
-
-        try:
-            comparison = compare_run(spec, pareto, layers, param_names=free_names)
-            write_comparison(out_dir, comparison)
-        except UserError as err:
-            notes.append(f"GPU comparison not written: {err}")
-    report = _write_report(
-        out_dir, spec, points, objectives, constraints, free_names, layers, history, notes, comparison
-    )
-    return report, points, pareto, notes
-
-
-def annotate(frame: pd.DataFrame, objectives: Sequence[Objective], constraints: Sequence[Constraint]) -> pd.DataFrame:
-    """Add ``feasible`` (ok and every constraint met) and ``pareto`` (feasible and non-dominated) columns."""
-    frame = frame.copy()
-    frame["feasible"] = feasible_mask(frame, constraints)
-    frame["pareto"] = front_mask(frame, objectives, constraints) if objectives else False
-    return frame
-
-
-def _points_in_space(store: Store, fingerprint: str, param_names: list[str], space: Any) -> tuple[pd.DataFrame, int]:
-    """Stored points of this evaluation that lie in the spec's space (a directory may hold earlier, wider runs)."""
-    frame = store.points_frame(fingerprint, param_names)
-    if not hasattr(space, "contains"):
-        return frame, 0
-    inside = {r.point_id for r in store.records(fingerprint) if space.contains(r.params)}
-    keep = frame["point_id"].isin(inside)
-    return frame[keep].reset_index(drop=True), int((~keep).sum())
-
-
-def pareto_frame(points: pd.DataFrame, objectives: Sequence[Objective]) -> pd.DataFrame:
-    """The Pareto-optimal rows, best first on the first objective."""
-    front = points[points["pareto"]]
-    if objectives and not front.empty:
-        order = np.argsort(objective_matrix(front, objectives[:1])[:, 0], kind="stable")
-        front = front.iloc[order]
-    return front.reset_index(drop=True)
-
-
-def spec_yaml_text(spec: Any) -> str:
-    """The spec as the user wrote it when it came from a file, else its dict form as YAML."""
-    path = getattr(spec, "path", None)
-    if path is not None and Path(path).is_file():
-        return Path(path).read_text()
-    import yaml
-
-    return yaml.safe_dump(spec.to_dict(), sort_keys=False)
-
-
-def write_outputs(out_dir: Path, spec: Any, points: pd.DataFrame, pareto: pd.DataFrame, history: pd.DataFrame) -> None:
-    """points.parquet, points.csv, pareto.csv, hypervolume.csv and spec.yaml."""
-    parquet_safe(points).to_parquet(out_dir / "points.parquet", index=False)
-    points.to_csv(out_dir / "points.csv", index=False)
-    pareto.to_csv(out_dir / "pareto.csv", index=False)
-    history.to_csv(out_dir / "hypervolume.csv", index=False)
-    target = out_dir / "spec.yaml"
-    source = getattr(spec, "path", None)
-    if source is not None and Path(source).is_file():
-        if Path(source).resolve() != target.resolve():
-            shutil.copyfile(source, target)
-    else:
-        target.write_text(spec_yaml_text(spec))
-
-
-def parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
-    """Arrow needs one type per column: a param mixing numbers and strings (e.g. [16, auto]) becomes text."""
-    out = frame.copy()
-    for column in [c for c in out.columns if pd.api.types.is_object_dtype(out[c])]:
-        kinds = {type(v) for v in out[column] if v is not None and not (isinstance(v, float) and np.isnan(v))}
-        if len(kinds) > 1:
-            out[column] = out[column].map(lambda v: None if v is None else str(v))
-    return out
-
-
-def _run_notes(points: pd.DataFrame, sweep: Sweep, strategy: SearchStrategy) -> list[str]:
-    notes = [
-        f"strategy {strategy.name}, budget {strategy.budget}: {sweep.evaluated} evaluated in this run, "
-        f"{sweep.reused} answered from the store, {sweep.failed} failed"
-    ]
-    failed = points[points["status"] == "failed"]
-    if not failed.empty:
-        reasons = failed["reason"].fillna("").str.split(":").str[0].value_counts()
-        notes.append("failures by type: " + ", ".join(f"{name} x{count}" for name, count in reasons.items()))
-    if not points.empty and not points["feasible"].any():
-        notes.append("no evaluated point satisfies every constraint; the Pareto front is empty")
-    return notes
-
-
-def _write_report(
-    out_dir: Path,
-    spec: Any,
-    points: pd.DataFrame,
-    objectives: Sequence[Objective],
-    constraints: Sequence[Constraint],
-    param_names: list[str],
-    layers: Mapping[str, pd.DataFrame],
-    history: pd.DataFrame,
-    notes: list[str],
-    comparison: Any = None,
-) -> Path | None:
-    try:
-        from dse.report import write_report
-    except ModuleNotFoundError as exc:
-        if exc.name != "dse.report":
-            raise
-        notes.append("report.html not written: dse.report is not available in this installation")
-        return None
-    return write_report(
-        out_dir / "report.html",
-        points,
-        title=spec.name,
-        objectives=objectives,
-        constraints=constraints,
-        param_names=param_names,
-        layers=layers,
-        hypervolume=history,
-        notes=notes,
-        comparison=comparison,
-    )
-
-
 # -- progress --------------------------------------------------------------------------
 
 
-class _Display:
+class Display:
     """A rich progress bar on stderr (done/budget, points/s, ETA, front size, failures), or nothing."""
 
     def __init__(self, enabled: bool, total: int, title: str):
         self._progress = None
         if not enabled:
             return
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -409,7 +279,7 @@ class _Display:
         self._started = time.perf_counter()
         self._done = 0
 
-    def __enter__(self) -> _Display:
+    def __enter__(self) -> Display:
         if self._progress is not None:
             self._progress.start()
         return self

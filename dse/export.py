@@ -18,7 +18,6 @@ import argparse
 import json
 import math
 import re
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,9 @@ import numpy as np
 
 from dse.errors import UserError
 from dse.graph import Graph, OpKind
+from dse.rundir import STORE_FILE, open_run, open_store
+from dse.session import build_evaluator
+from hwmodels.catalogs.fpga import HLS_REPORT_KEYS, get_part
 
 BACKENDS = ("Vitis", "Vivado", "Catapult", "Quartus")
 PROJECT_DIR = "hls4ml_prj"
@@ -42,9 +44,6 @@ SYNTH_COMMANDS = {
     "Catapult": "catapult -file build_prj.tcl",
     "Quartus": "make myproject-fpga  # Intel HLS compiler i++, then quartus_sh on the generated project",
 }
-SYNTHESIS_TABLE = """CREATE TABLE IF NOT EXISTS synthesis (
-    point_id TEXT NOT NULL, backend TEXT NOT NULL, report TEXT NOT NULL, predicted TEXT NOT NULL, created REAL,
-    PRIMARY KEY (point_id, backend))"""
 
 
 class ExportError(UserError):
@@ -102,13 +101,8 @@ class Design:
 
 def load_design(run_dir: Path, point: str) -> Design:
     """The stored point ``point`` (an id or unique prefix) of ``run_dir``, re-mapped and re-evaluated."""
-    from dse.cli import build_evaluator
-    from dse.registry import family
-    from dse.runs import _open_store, _spec_of
-
     run_dir = Path(run_dir)
-    with _open_store(run_dir) as store:
-        spec = _spec_of(run_dir, store.meta())
+    with open_run(run_dir) as (store, spec):
         records = [r for r in store.records() if r.key.startswith(point) or r.point_id.startswith(point)]
     if spec.template.kind != "fpga_dataflow":
         raise ExportError(
@@ -124,11 +118,8 @@ def load_design(run_dir: Path, point: str) -> Design:
     if not record.ok:
         raise ExportError(f"point {record.point_id} failed during exploration ({record.reason}); pick another")
     graph, evaluator = build_evaluator(spec)
-    fam = family(spec.template.kind)
-    arch = evaluator.arch(record.params)
-    mapping = fam.mappers[evaluator.mapper_name]().map(graph, arch)
-    metrics = fam.hwmodel().evaluate(mapping, arch)
-    return Design(graph, arch, mapping, metrics, dict(record.params), record.point_id, spec)
+    trace = evaluator.trace(record.params)
+    return Design(graph, trace.arch, trace.mapping, trace.metrics, dict(record.params), record.point_id, spec)
 
 
 def export_point(run_dir: Path, point: str, out: Path, *, backend: str = "Vitis", csim: bool = False) -> dict[str, Any]:
@@ -175,7 +166,6 @@ def _build(config: dict[str, Any], layers: list[dict[str, Any]]):
 
 def hls_config(design: Design, backend: str, output_dir: Path) -> dict[str, Any]:
     """hls4ml's config dict: model-level knobs plus an explicit entry for every layer."""
-    from hwmodels.catalogs.fpga import get_part
 
     arch = design.arch
     layer_config: dict[str, Any] = {}
@@ -587,15 +577,10 @@ def ingest_report(out: Path) -> dict[str, Any]:
     meta = json.loads(meta_file.read_text())
     report = read_synthesis_report(out / PROJECT_DIR, meta["backend"])
     run_dir = Path(meta["run_dir"])
-    store_file = run_dir / "store.sqlite"
-    if not store_file.is_file():
-        raise ExportError(f"the run {run_dir} named in {meta_file} has no store.sqlite", where=str(meta_file))
-    with sqlite3.connect(store_file) as db:
-        db.execute(SYNTHESIS_TABLE)
-        db.execute(
-            "INSERT OR REPLACE INTO synthesis (point_id, backend, report, predicted, created) VALUES (?, ?, ?, ?, ?)",
-            (meta["point_id"], meta["backend"], json.dumps(report), json.dumps(meta["predicted"]), time.time()),
-        )
+    if not (run_dir / STORE_FILE).is_file():
+        raise ExportError(f"the run {run_dir} named in {meta_file} has no {STORE_FILE}", where=str(meta_file))
+    with open_store(run_dir) as store:
+        store.put_synthesis(meta["point_id"], meta["backend"], report, meta["predicted"])
     return {
         "point_id": meta["point_id"],
         "backend": meta["backend"],
@@ -607,21 +592,10 @@ def ingest_report(out: Path) -> dict[str, Any]:
 def compare(report: dict[str, Any], predicted: dict[str, float]) -> dict[str, tuple[str, float]]:
     """Measured (from the HLS report) vs predicted, for the figures both have."""
     synth = report.get("CSynthesisReport", {})
-    pairs = {
-        "latency_cycles": "WorstLatency",
-        "ii_cycles": "IntervalMax",
-        "dsp": "DSP",
-        "lut": "LUT",
-        "ff": "FF",
-        "bram": "BRAM_18K",
-    }
-    return {ours: (str(synth[theirs]), predicted[ours]) for ours, theirs in pairs.items() if theirs in synth}
+    return {ours: (str(synth[theirs]), predicted[ours]) for ours, theirs in HLS_REPORT_KEYS.items() if theirs in synth}
 
 
 def stored_synthesis(run_dir: Path) -> list[dict[str, Any]]:
     """Every synthesis report ingested into ``run_dir``'s store."""
-    store_file = Path(run_dir) / "store.sqlite"
-    with sqlite3.connect(store_file) as db:
-        db.execute(SYNTHESIS_TABLE)
-        rows = db.execute("SELECT point_id, backend, report, predicted FROM synthesis").fetchall()
-    return [{"point_id": p, "backend": b, "report": json.loads(r), "predicted": json.loads(q)} for p, b, r, q in rows]
+    with open_store(Path(run_dir)) as store:
+        return store.synthesis()

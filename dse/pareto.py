@@ -198,3 +198,21 @@ def hypervolume_history(
         volumes.append(current)
         sizes.append(len(tracker))
     return pd.DataFrame({"seq": seqs, "hypervolume": volumes, "front_size": sizes})
+
+
+def knee_point_id(front: pd.DataFrame, objectives: Sequence[Objective]) -> str | None:
+    """The Pareto design closest to the utopia point once each objective is scaled to [0, 1].
+
+    Why: it is the balanced compromise, a sensible default design to inspect first.
+    """
+    names = [o.metric for o in objectives]
+    usable = front.dropna(subset=names)
+    if usable.empty:
+        return None
+    scaled = np.zeros((len(usable), len(objectives)))
+    for j, objective in enumerate(objectives):
+        values = np.array([objective.to_min(float(v)) for v in usable[objective.metric]])
+        span = values.max() - values.min()
+        scaled[:, j] = (values - values.min()) / span if span > 0 else 0.0
+    distance = np.sqrt((scaled**2).sum(axis=1))
+    return str(usable["point_id"].iloc[int(np.argmin(distance))])

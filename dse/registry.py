@@ -1,20 +1,36 @@
-"""Which templates, mappers and hardware models exist, by name.
+"""Which hardware families exist, by name: the only family table.
 
-The only place that knows every room; the explorer and CLI look things up here.
-A template kind maps to its Template, its mappers (the first is the default) and
-its HwModel.
+A template kind maps to its Template, its mappers (the first is the default) and its HwModel.
+Nothing else registers a family; the explorer, the spec and every command look families up here,
+so adding one is one entry below. The mappers' options (``template.mapper_options`` in a spec) are
+their dataclass fields, checked here with one clear message.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import ModuleType
+from typing import Any
 
+from dse.errors import UserError
 from hwmodels.base import HwModel
-from mappers.base import Mapper
+from hwmodels.fpga.model import FpgaDataflowModel
+from hwmodels.gpu.model import GpuModel
+from hwmodels.rdu.model import RduModel
+from hwmodels.systolic.model import SystolicModel
+from mappers.base import Mapper, MappingError
+from mappers.fpga import FpgaDataflowMapper
+from mappers.gpu import GpuTileMapper
+from mappers.rdu.sections import RduSectionMapper, RduUnfusedMapper
+from mappers.systolic.cpsat import CpSatMapper
+from mappers.systolic.fold import SystolicFoldMapper
+from mappers.systolic.greedy import GreedyMapper
 from templates.base import Template
+from templates.fpga_dataflow import FpgaDataflowTemplate
+from templates.gpu import GpuTemplate
+from templates.rdu import RduTemplate
+from templates.systolic import SystolicTemplate
 
 
 @dataclass(frozen=True)
@@ -22,62 +38,112 @@ class Family:
     """A hardware family: how to build, map and evaluate it."""
 
     template: Callable[[], Template]
-    mappers: dict[str, Callable[[], Mapper]]  # first entry is the default
+    mappers: dict[str, Callable[..., Mapper]]  # first entry is the default
     hwmodel: Callable[[], HwModel]
+    doc: str = ""
 
     @property
     def default_mapper(self) -> str:
         return next(iter(self.mappers))
 
 
-# kind -> (module, function returning its Family). A family whose module is not part of this
-# checkout is left out; any other import error is a bug and propagates.
-_FAMILY_MODULES: dict[str, tuple[str, str]] = {
-    "systolic": ("dse.registry", "_systolic_family"),
-    "fpga_dataflow": ("templates.fpga_dataflow", "family"),
-    "gpu": ("templates.gpu", "family"),
-    "rdu": ("templates.rdu", "family"),
+FAMILIES: dict[str, Family] = {
+    "systolic": Family(
+        template=SystolicTemplate,
+        # fold (SCALE-Sim-compatible, a few ms per network) stays the default: the explorer's rate target
+        # needs it; cpsat (optimal tiling, residency and scratchpad allocation) and greedy (its baseline)
+        # are chosen with template.mapper in a spec.
+        mappers={"fold": SystolicFoldMapper, "cpsat": CpSatMapper, "greedy": GreedyMapper},
+        hwmodel=SystolicModel,
+        doc="systolic array (ws/os/is), SCALE-Sim-validated",
+    ),
+    "fpga_dataflow": Family(
+        template=FpgaDataflowTemplate,
+        mappers={"hls4ml": FpgaDataflowMapper},
+        hwmodel=FpgaDataflowModel,
+        doc="hls4ml-style FPGA layer pipeline",
+    ),
+    "gpu": Family(
+        template=GpuTemplate,
+        mappers={"tile": GpuTileMapper},
+        hwmodel=GpuModel,
+        doc="GPU: catalog parts or custom, threadblock tiling",
+    ),
+    "rdu": Family(
+        template=RduTemplate,
+        mappers={"sections": RduSectionMapper, "unfused": RduUnfusedMapper},
+        hwmodel=RduModel,
+        doc="reconfigurable dataflow unit: PCUs/PMUs, SRAM/HBM/DDR, fused sections",
+    ),
 }
 
 
-def _systolic_family() -> Family:
-    """``fold`` (SCALE-Sim-compatible, a few ms per network) stays the default: the explorer's rate
-    target needs it; ``cpsat`` (optimal tiling, residency and scratchpad allocation) and ``greedy``
-    (its baseline) are selected with ``template.mapper`` in a spec."""
-    from hwmodels.systolic import SystolicModel
-    from mappers.cpsat import CpSatMapper
-    from mappers.greedy import GreedyMapper
-    from mappers.systolic import SystolicFoldMapper
-    from templates.systolic import SystolicTemplate
-
-    mappers = {"fold": SystolicFoldMapper, "cpsat": CpSatMapper, "greedy": GreedyMapper}
-    return Family(template=SystolicTemplate, mappers=mappers, hwmodel=SystolicModel)
-
-
 def families() -> dict[str, Family]:
-    """Template kind -> Family, for every family present in this checkout."""
-    out: dict[str, Family] = {}
-    for kind, (module_name, function) in _FAMILY_MODULES.items():
-        module = import_optional(module_name)
-        if module is not None:
-            out[kind] = getattr(module, function)()
-    return out
-
-
-def import_optional(module_name: str) -> ModuleType | None:
-    """The module, or None when that very module is not part of this checkout.
-
-    Any other import error (a broken dependency inside it) is a bug and propagates."""
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            return None
-        raise
+    """Template kind -> Family."""
+    return dict(FAMILIES)
 
 
 def family(kind: str) -> Family:
-    fams = families()
-    if kind not in fams:
+    if kind not in FAMILIES:
         raise KeyError(kind)
-    return fams[kind]
+    return FAMILIES[kind]
+
+
+def _option_fields(factory: Callable[..., Mapper]) -> list[dataclasses.Field]:
+    if not dataclasses.is_dataclass(factory):
+        return []
+    return [f for f in dataclasses.fields(factory) if f.init and f.name != "name"]
+
+
+def mapper_option_names(kind: str, mapper_name: str) -> dict[str, str]:
+    """Option name -> 'type, default value' for one mapper of one family (what ``mapper_options`` takes)."""
+    options = {}
+    for f in _option_fields(family(kind).mappers[mapper_name]):
+        kind_name = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        options[f.name] = f"{kind_name}, default {f.default!r}"
+    return options
+
+
+def make_mapper(kind: str, mapper_name: str | None = None, options: Mapping[str, Any] | None = None) -> Mapper:
+    """The family's mapper ``mapper_name`` (its default when None) with ``options`` set.
+
+    An unknown mapper, an unknown option or a value of the wrong type is one UserError naming
+    ``template.mapper_options.<name>`` and what is allowed."""
+    fam = family(kind)
+    name = mapper_name or fam.default_mapper
+    if name not in fam.mappers:
+        raise UserError(
+            f"template {kind!r} has no mapper {name!r}; choose one of: {', '.join(fam.mappers)}",
+            where="template.mapper",
+        )
+    options = dict(options or {})
+    allowed = mapper_option_names(kind, name)
+    fields_by_name = {f.name: f for f in _option_fields(fam.mappers[name])}
+    for key, value in options.items():
+        if key not in allowed:
+            listing = "; ".join(f"{k} ({v})" for k, v in allowed.items()) or "none"
+            raise UserError(
+                f"mapper {name!r} of template {kind!r} has no option {key!r}; its options: {listing}",
+                where=f"template.mapper_options.{key}",
+            )
+        default = fields_by_name[key].default
+        if default is not dataclasses.MISSING and not _same_kind(value, default):
+            raise UserError(
+                f"mapper option {key}={value!r} must be a {type(default).__name__} like its default {default!r}",
+                where=f"template.mapper_options.{key}",
+            )
+        if isinstance(default, float) and not isinstance(value, bool):
+            options[key] = float(value)
+    try:
+        return fam.mappers[name](**options)
+    except MappingError as exc:
+        raise UserError(str(exc), where="template.mapper_options") from None
+
+
+def _same_kind(value: Any, default: Any) -> bool:
+    """True when ``value`` may stand where ``default`` does (an int where a float is expected is fine)."""
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    return isinstance(value, type(default))

@@ -1,7 +1,6 @@
 """Run directories after the fact: regenerate a report from the store, list runs.
 
-A run directory holds ``store.sqlite`` (the truth) and files derived from it; both
-commands here read the store and never evaluate anything.
+Both commands read the store (through ``dse.rundir``) and never evaluate anything.
 """
 
 from __future__ import annotations
@@ -9,40 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from dse.errors import UserError
-
-STORE_FILE = "store.sqlite"
-
-
-def _open_store(run_dir: Path):
-    from dse.store import Store
-
-    if not (run_dir / STORE_FILE).is_file():
-        raise UserError(
-            f"{run_dir} is not a run directory (no {STORE_FILE}); give a directory written by `dse explore`",
-            where=str(run_dir),
-        )
-    return Store.open(run_dir)
-
-
-def _spec_of(run_dir: Path, meta: dict[str, str]):
-    """The spec the run used, parsed from the store with its original path (so relative model paths resolve)."""
-    from dse.spec import parse_spec
-
-    text = meta.get("spec_yaml", "")
-    if not text:
-        raise UserError(f"the store in {run_dir} records no spec; re-run `dse explore` on it", where=str(run_dir))
-    path = meta.get("spec_path") or str(run_dir / "spec.yaml")
-    return parse_spec(text, path=path)
+from dse.finish import finish_run
+from dse.rundir import STORE_FILE, open_run, open_store
 
 
 def rebuild_report(run_dir: Path) -> Path:
     """Regenerate every derived file (points, front, hypervolume, report.html) from the run's store."""
-    from dse.explore import finish_run
-
     run_dir = Path(run_dir)
-    with _open_store(run_dir) as store:
-        spec = _spec_of(run_dir, store.meta())
+    with open_run(run_dir) as (store, spec):
         report, *_ = finish_run(run_dir, spec, store, spec.design_space(), ["report regenerated from the store"])
     if report is None:
         raise UserError(f"no report could be written in {run_dir}", where=str(run_dir))
@@ -51,15 +27,13 @@ def rebuild_report(run_dir: Path) -> Path:
 
 def list_runs(root: Path) -> list[dict[str, Any]]:
     """One row per run directory under ``root`` (itself included): spec name, points, failures, front, status."""
-    import pandas as pd
-
     root = Path(root)
     if not root.exists():
         return []
     rows = []
     for store_file in sorted(root.rglob(STORE_FILE)):
         run_dir = store_file.parent
-        with _open_store(run_dir) as store:
+        with open_store(run_dir) as store:
             meta = store.meta()
             records = store.records()
         front = 0

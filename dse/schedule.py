@@ -7,7 +7,7 @@ writes ``DIR/schedule.json`` (per op: tile, loop order, buffers with offsets and
 traffic; the tensors that spill to DRAM; the solver's status, bound and gap; the memory organisation,
 ``split`` ifmap/filter/ofmap SRAMs or one ``unified`` scratchpad) and ``DIR/memory_timeline.html``
 (plotly: one panel per scratchpad, address against op index, a rectangle per buffer). Every schedule
-is checked by ``mappers.schedule_check`` before it is written.
+is checked by ``mappers.systolic.check`` before it is written.
 """
 
 from __future__ import annotations
@@ -18,6 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import UserError
+from dse.registry import make_mapper, mapper_option_names
+from dse.session import build_evaluator, full_point, parse_point
+from dse.space import DesignSpace
+from dse.spec import load_spec
+from mappers.systolic.check import check_schedule
+from mappers.systolic.nest import target_of
 
 SCHEDULE_MAPPERS = ("cpsat", "greedy")
 
@@ -37,13 +43,6 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
-    from dse.cli import _full_point, _parse_point, build_evaluator
-    from dse.space import DesignSpace
-    from dse.spec import load_spec
-    from mappers.cpsat import CpSatMapper
-    from mappers.greedy import GreedyMapper
-    from mappers.schedule_check import check_schedule
-
     if args.time_limit <= 0:
         raise UserError(f"--time-limit must be a positive number of seconds, got {args.time_limit:g}")
     spec = load_spec(args.spec)
@@ -54,15 +53,15 @@ def cmd_schedule(args: argparse.Namespace) -> int:
         )
     space = DesignSpace.from_spec(spec)
     graph, evaluator = build_evaluator(spec)
-    point = _full_point(spec, space, _parse_point(args.point or []))
+    point = full_point(spec, space, parse_point(args.point or []))
     arch = evaluator.arch(point)
-    if args.mapper == "cpsat":
-        mapper = CpSatMapper(objective=args.objective, time_limit_s=args.time_limit)
-    else:
-        mapper = GreedyMapper(objective=args.objective)
+    options = {"objective": args.objective}
+    if "time_limit_s" in mapper_option_names(spec.template.kind, args.mapper):
+        options["time_limit_s"] = args.time_limit
+    mapper = make_mapper(spec.template.kind, args.mapper, options)
     mapping = mapper.map(graph, arch)
     check = check_schedule(mapping)
-    metrics = evaluator._hwmodel.evaluate(mapping, arch)  # the model of the spec's family
+    metrics = evaluator.hwmodel.evaluate(mapping, arch)  # the model of the spec's family
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     doc = schedule_document(mapping, point, metrics.values, check.peak_bytes)
@@ -151,8 +150,6 @@ def schedule_document(mapping, point: dict, metrics: dict, peaks: dict) -> dict:
 
 
 def _capacities(mapping) -> dict[str, int]:
-    from mappers.tiling import target_of
-
     return dict(target_of(mapping.arch).capacities)
 
 

@@ -10,6 +10,7 @@ the study from the store, so the sampler continues instead of starting over.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import random
 import warnings
@@ -387,9 +388,7 @@ def default_sampler(name: str, budget: int, seed: int, population: int | None = 
 
 def gp_sampler(seed: int, startup_trials: int) -> optuna.samplers.BaseSampler:
     """optuna's GPSampler; it fits its Gaussian process with PyTorch, which this strategy alone needs."""
-    from dse.registry import import_optional
-
-    if import_optional("torch") is None:
+    if importlib.util.find_spec("torch") is None:
         raise UserError(
             "strategy gp needs PyTorch (optuna's GPSampler fits its model with it); install it with "
             "`pip install 'dse[gp]'` (or the CPU build of torch), or use strategy tpe",

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dse import registry
 from templates.base import Param, TemplateError
 
 SCALAR_TYPES = (str, int, float, bool)
@@ -288,8 +289,6 @@ class DesignSpace:
     @classmethod
     def from_spec(cls, spec: Any) -> DesignSpace:
         """Dimensions for ``spec.template.params``, typed by the template's Params."""
-        from dse import registry
-
         template = registry.family(spec.template.kind).template()
         params = {p.name: p for p in template.params()}
         dims = []

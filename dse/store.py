@@ -48,6 +48,10 @@ CREATE INDEX IF NOT EXISTS points_point_id ON points (point_id);
 CREATE INDEX IF NOT EXISTS points_fingerprint_seq ON points (fingerprint, seq);
 CREATE TABLE IF NOT EXISTS layers (key TEXT PRIMARY KEY, rows BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS proposals (tag TEXT NOT NULL, n INTEGER NOT NULL, key TEXT NOT NULL, PRIMARY KEY (tag, n));
+CREATE TABLE IF NOT EXISTS synthesis (
+    point_id TEXT NOT NULL, backend TEXT NOT NULL, report TEXT NOT NULL, predicted TEXT NOT NULL, created REAL,
+    PRIMARY KEY (point_id, backend)
+);
 """
 
 
@@ -318,6 +322,29 @@ class Store:
         if row is None:
             return pd.DataFrame()
         return pd.DataFrame(decode_layers(row[0]))
+
+    def layer_rows(self, key: str) -> list[dict[str, Any]]:
+        """Per-layer rows of one point by its full key, as stored (empty when none were)."""
+        row = self._db.execute("SELECT rows FROM layers WHERE key = ?", (key,)).fetchone()
+        return decode_layers(row[0]) if row else []
+
+    def put_synthesis(
+        self, point_id: str, backend: str, report: Mapping[str, Any], predicted: Mapping[str, Any]
+    ) -> None:
+        """A synthesis report of an exported point, beside the metrics predicted for it (replaces an earlier one)."""
+        with self._transaction():
+            self._db.execute(
+                "INSERT OR REPLACE INTO synthesis (point_id, backend, report, predicted, created) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (point_id, backend, json.dumps(report), json.dumps(dict(predicted)), time.time()),
+            )
+
+    def synthesis(self) -> list[dict[str, Any]]:
+        """Every synthesis report ingested into this run, with its prediction."""
+        rows = self._db.execute("SELECT point_id, backend, report, predicted FROM synthesis").fetchall()
+        return [
+            {"point_id": p, "backend": b, "report": json.loads(r), "predicted": json.loads(q)} for p, b, r, q in rows
+        ]
 
     def integrity_ok(self) -> bool:
         return self._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -10,8 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dse import zoo
 from dse.errors import UserError
 from dse.graph import PRECISION_BYTES, Graph, GraphError
+from dse.importers.onnx_import import load_onnx
+from dse.importers.scalesim_csv import load_scalesim_csv
 
 MODEL_FILE_SUFFIXES = (".onnx", ".csv")
 _ONNX_OPTIONS = ("symbolic_dims",)
@@ -50,12 +53,7 @@ def _allowed() -> str:
 
 
 def _zoo_names() -> list[str]:
-    try:
-        from dse import zoo
-
-        return sorted(zoo.names())
-    except (ImportError, AttributeError):  # the zoo is optional for file workloads
-        return []
+    return sorted(zoo.names())
 
 
 def _resolve(model: str, base_dir: Path | None) -> Path:
@@ -76,23 +74,17 @@ def _load_file(path: Path, suffix: str, batch: int, precision: str, options: dic
                     f"options {unknown} do not apply to ONNX models; allowed: {', '.join(_ONNX_OPTIONS)}",
                     where=str(path),
                 )
-            from dse.importers.onnx_import import load_onnx
-
             return load_onnx(path, batch=batch, precision=precision, **options)
         if options:
             raise UserError(
                 f"options {sorted(options)} do not apply to SCALE-Sim topologies; they take none", where=str(path)
             )
-        from dse.importers.scalesim_csv import load_scalesim_csv
-
         return load_scalesim_csv(path, batch=batch, precision=precision)
     except GraphError as err:
         raise UserError(str(err)) from err
 
 
 def _load_zoo(model: str, batch: int, precision: str, base_dir: Path | None, options: dict[str, Any]) -> Graph:
-    from dse import zoo
-
     try:
         return zoo.build(model, batch=batch, precision=precision, **options)
     except KeyError as err:  # dse.zoo.UnknownModelError

@@ -7,71 +7,24 @@ derives the multiplier count (hls4ml's ``block_factor = ceil(n_in * n_out / RF)`
 of the layer's engine, and the engine it runs on: its own (dataflow) or the shared one (sequential). Activations,
 pooling and softmax belong to the layer group of the compute layer before them.
 
-Cycle rules (per sample, validated for Resource dense layers against wa-hls4ml Vivado HLS runs, where latency is
-exactly the sum of the layers' reuse factors plus one cycle per layer plus one): a dense/conv engine needs RF
-cycles per output position (conv: P*Q positions with hls4ml's ParallelizationFactor 1); an io_stream conv also
-cannot go faster than one input pixel per cycle.
+Cycle rules (in ``hwmodels.fpga.cost``; per sample, validated for Resource dense layers against wa-hls4ml
+Vivado HLS runs, where latency is exactly the sum of the layers' reuse factors plus one cycle per layer plus
+one): a dense/conv engine needs RF cycles per output position (conv: P*Q positions with hls4ml's
+ParallelizationFactor 1); an io_stream conv also cannot go faster than one input pixel per cycle.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
 from dse.graph import Graph, Op, OpKind
+from hwmodels.fpga.cost import ComputePlan, EnginePlan, LayerShape, aux_cycles, compute_cycles, shared_cycles
 from mappers.base import Mapping, MappingError, OpMapping
-from templates.fpga_dataflow import FpgaArch, LayerKnobs
+from templates.fpga_dataflow import FpgaArch
 
-# Cycles a layer adds beyond its RF-paced loop. Resource: calibrated on wa-hls4ml (see module docstring);
-# Latency: the multiply and the accumulate register of hls4ml's dense_latency (not validated: no latency-strategy
-# rows in the reference data).
-RESOURCE_LAYER_OVERHEAD = 1
-LATENCY_LAYER_OVERHEAD = 2
-# hls4ml's softmax: exp table lookup, adder tree over the row, inverse lookup, multiply (Vivado nnet_activation.h).
-SOFTMAX_BASE_CYCLES = 3
 UNARY_FUNCTIONS = ("relu", "relu6", "clip", "identity", "sigmoid", "tanh", "batchnorm")
-
-
-@dataclass(frozen=True)
-class LayerShape:
-    """The geometry hls4ml's templates see: matrix sizes of the layer's dense kernel and its output positions."""
-
-    n_in: int  # inputs of one output (Dense: in features; Conv2D: C*R*S)
-    n_out: int  # outputs per position (Dense: out features; Conv2D: filters)
-    positions: int  # output positions per sample (Dense: rows M; Conv2D: P*Q)
-    in_height: int = 1
-    in_width: int = 1
-    in_channels: int = 0
-    kernel: tuple[int, int] = (1, 1)
-
-
-@dataclass(frozen=True)
-class ComputePlan:
-    """What the mapper decided for one compute layer."""
-
-    index: int
-    op: str
-    kind: str  # dense | conv
-    shape: LayerShape
-    knobs: LayerKnobs
-    requested_reuse: int
-    reuse_factor: int  # legal value actually used (own engine)
-    mults: int  # multipliers of its own engine
-    engine: str  # "own" | "shared"
-    cycles: int  # per-sample latency of the layer on the engine it runs on
-    interval: int  # per-sample initiation interval of the layer on its engine
-
-
-@dataclass
-class EnginePlan:
-    """The shared (sequential) engine, when any layer runs on it."""
-
-    members: list[str] = field(default_factory=list)
-    mults: int = 0
-    occupancy: int = 0  # cycles per sample the engine is busy (its members run one after another)
 
 
 def valid_reuse_factors(n_in: int, n_out: int) -> list[int]:
@@ -120,37 +73,6 @@ def layer_shape(op: Op) -> LayerShape:
             kernel=(d["R"], d["S"]),
         )
     return LayerShape(n_in=d["K"], n_out=d["N"], positions=d["M"] * d["B"])
-
-
-def compute_cycles(shape: LayerShape, reuse_factor: int, strategy: str, io_type: str, kind: str) -> tuple[int, int]:
-    """(latency, interval) per sample of one layer engine running at ``reuse_factor`` cycles per output position."""
-    overhead = RESOURCE_LAYER_OVERHEAD if strategy == "resource" else LATENCY_LAYER_OVERHEAD
-    busy = reuse_factor * shape.positions
-    if kind == "conv" and io_type == "io_stream":
-        busy = max(busy, shape.in_height * shape.in_width)
-    return busy + overhead, busy
-
-
-def aux_cycles(op: Op, io_type: str, graph: Graph) -> tuple[int, int]:
-    """(latency, interval) per sample of an activation, pooling or softmax op."""
-    d = op.dims
-    if op.kind is OpKind.SOFTMAX:
-        lat = SOFTMAX_BASE_CYCLES + max(1, math.ceil(math.log2(d["L"])))
-        return (lat, 1) if io_type == "io_parallel" else (lat + d["R"], d["R"])
-    if op.kind is OpKind.POOL:
-        if io_type == "io_parallel":
-            return 1 + max(1, math.ceil(math.log2(d["R"] * d["S"]))), 1
-        pixels = d["H"] * d["W"] * d["N"]
-        return pixels + 1, pixels
-    positions = stream_positions(graph.tensors[op.outputs[0]].shape)
-    return (1, 1) if io_type == "io_parallel" else (positions, positions)
-
-
-def stream_positions(shape: tuple[int, ...]) -> int:
-    """How many stream words an io_stream tensor takes: pixels of an NCHW map, rows of a [..., D] tensor."""
-    if len(shape) == 4:
-        return shape[0] * shape[2] * shape[3]
-    return math.prod(shape[:-1]) if len(shape) > 1 else 1
 
 
 class FpgaDataflowMapper:
@@ -226,12 +148,6 @@ class FpgaDataflowMapper:
         )
 
 
-def shared_cycles(plan: ComputePlan, engine_mults: int, io_type: str) -> tuple[int, int]:
-    """(latency, interval) of a layer on a shared engine of ``engine_mults`` multipliers."""
-    effective_rf = math.ceil(plan.shape.n_in * plan.shape.n_out / engine_mults)
-    return compute_cycles(plan.shape, effective_rf, plan.knobs.strategy, io_type, plan.kind)
-
-
 def _assign_engines(plans: list[ComputePlan], arch: FpgaArch, bottleneck: int) -> tuple[list[ComputePlan], EnginePlan]:
     """Which layers share the one sequential engine: pinned ones, all (sequential), or hybrid's choice."""
     shared = [p for p in plans if p.knobs.execution == "sequential"]
@@ -305,20 +221,3 @@ def _check_chain(graph: Graph) -> None:
                 node=op.name,
             )
         produced_by_prev = op.outputs[0]
-
-
-def describe(plan: ComputePlan) -> dict[str, Any]:
-    """Flat per-layer facts for reports and exports."""
-    return {
-        "layer_index": plan.index,
-        "reuse_factor": plan.reuse_factor,
-        "requested_reuse_factor": plan.requested_reuse,
-        "strategy": plan.knobs.strategy,
-        "engine": plan.engine,
-        "mults": plan.mults,
-        "n_in": plan.shape.n_in,
-        "n_out": plan.shape.n_out,
-        "weight_type": plan.knobs.weight.hls(),
-        "result_type": plan.knobs.result.hls(),
-        "accum_type": plan.knobs.accum.hls(),
-    }

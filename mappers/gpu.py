@@ -15,12 +15,13 @@ How a graph runs on a GPU, as this mapper decides it:
   reaches DRAM. Graph inputs, outputs, weights and KV caches always come from / go to DRAM.
 * **Threadblock tiles.** For each GEMM every tile (BM x BN x BK, split-K) that fits the SM's shared memory
   (double-buffered operand tiles) and register file (FP32 accumulators) is costed with
-  :func:`gemm_cost` and the fastest is kept. The systolic tiler in ``mappers.tiling`` costs tiles with the
+  :func:`gemm_cost` and the fastest is kept. The systolic tiler in ``mappers.systolic.tiling`` costs tiles with the
   systolic fold model, so it is not reused here; the enumeration is small (a few hundred tiles per shape)
   and cached per (shape, GPU).
 
-:func:`gemm_cost` and :func:`memory_kernel_cost` are the single cost formulas; ``hwmodels.gpu`` evaluates
-the chosen mapping with the same functions, so the mapper's choice and the reported time agree.
+:func:`~hwmodels.gpu.cost.gemm_cost` and :func:`~hwmodels.gpu.cost.memory_kernel_cost` are the single cost
+formulas; ``hwmodels.gpu.model`` evaluates the chosen mapping with the same functions, so the mapper's choice and
+the reported time agree.
 """
 
 from __future__ import annotations
@@ -30,42 +31,21 @@ import math
 from dataclasses import dataclass
 
 from dse.graph import Graph, Op, OpKind
+from hwmodels.catalogs.gpu import assumption
+from hwmodels.gpu.cost import Gemm, Tile, gemm_cost, tile_fits
 from mappers.base import Mapping, MappingError, OpMapping
-from templates.base import Arch
+from templates.gpu import GpuArch
 
 GEMM_KINDS = (OpKind.CONV, OpKind.MATMUL)
 MEMORY_KINDS = (OpKind.ELEMENTWISE, OpKind.POOL, OpKind.SOFTMAX, OpKind.LAYERNORM, OpKind.FFT, OpKind.SCAN)
 TILE_M = (16, 32, 64, 128, 256)
 TILE_N = (16, 32, 64, 128, 256)
 SPLIT_K = (1, 2, 4, 8, 16, 32)
-STAGES = 2  # operand tiles double-buffered in shared memory (the minimum that overlaps load and math)
-ACCUMULATOR_BYTES = 4  # FP32 / INT32 accumulators, held in registers
-ACCUMULATOR_REGISTER_SHARE = 0.5  # at most half the register file holds one block's accumulators
-
-
-def _assumption(name: str) -> float:
-    from hwmodels.catalogs.gpu import assumption
-
-    return assumption(name)
 
 
 # ---------------------------------------------------------------------------------------------------
 # GEMM lowering
 # ---------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Gemm:
-    """C[M x N] = A[M x K] @ B[K x N], ``count`` independent times (groups or batched matmul)."""
-
-    M: int
-    N: int
-    K: int
-    count: int
-
-    @property
-    def flops(self) -> int:
-        return 2 * self.M * self.N * self.K * self.count
-
-
 def lower_gemm(op: Op) -> Gemm:
     d = op.dims
     if op.kind is OpKind.CONV:
@@ -84,63 +64,20 @@ def is_direct_conv(op: Op) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Tiles and their cost
+# Tile search: every legal tile costed with hwmodels.gpu.cost
 # ---------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Tile:
-    bm: int
-    bn: int
-    bk: int
-    split_k: int = 1
-
-
-@dataclass(frozen=True)
-class KernelCost:
-    """One kernel's time and traffic. ``seconds`` = launch + max(compute, DRAM, L2)."""
-
-    seconds: float
-    compute_s: float
-    dram_s: float
-    l2_s: float
-    launch_s: float
-    flops: float  # useful operations
-    issued_flops: float  # including tile padding
-    dram_read_bytes: float
-    dram_write_bytes: float
-    l2_bytes: float
-    blocks: int = 0
-    waves: float = 0.0
-    tile_efficiency: float = 1.0
-
-    @property
-    def bound(self) -> str:
-        parts = {"compute": self.compute_s, "dram": self.dram_s, "l2": self.l2_s}
-        return max(parts, key=parts.get)  # type: ignore[arg-type]
-
-
 def _bk_choices(elem_bytes: int, tensor: bool) -> tuple[int, ...]:
     if not tensor:
         return (8, 16, 32)
     return (64, 128) if elem_bytes == 1 else (32, 64) if elem_bytes == 2 else (16, 32)
 
 
-def tile_fits(tile: Tile, arch: Arch) -> bool:
-    """Shared memory holds STAGES copies of the A and B tiles; registers hold the FP32 accumulators."""
-    eb = arch.elem_bytes  # type: ignore[attr-defined]
-    smem = STAGES * (tile.bm + tile.bn) * tile.bk * eb
-    regs = tile.bm * tile.bn * ACCUMULATOR_BYTES
-    return (
-        smem <= arch.smem_kib_per_sm * 1024  # type: ignore[attr-defined]
-        and regs <= ACCUMULATOR_REGISTER_SHARE * arch.regs_kib_per_sm * 1024  # type: ignore[attr-defined]
-    )
-
-
-def candidate_tiles(arch: Arch) -> list[Tile]:
-    tensor = arch.uses_tensor_cores  # type: ignore[attr-defined]
+def candidate_tiles(arch: GpuArch) -> list[Tile]:
+    tensor = arch.uses_tensor_cores
     out = []
     for bm in TILE_M:
         for bn in TILE_N:
-            for bk in _bk_choices(arch.elem_bytes, tensor):  # type: ignore[attr-defined]
+            for bk in _bk_choices(arch.elem_bytes, tensor):
                 for split in SPLIT_K:
                     tile = Tile(bm, bn, bk, split)
                     if tile_fits(tile, arch):
@@ -148,101 +85,10 @@ def candidate_tiles(arch: Arch) -> list[Tile]:
     return out
 
 
-def tile_efficiency(tile: Tile, arch: Arch) -> float:
-    """Share of tensor peak a tile's main loop can reach when its operands are fed from shared memory.
-
-    Per k-step the tile does 2*BM*BN*BK operations on (BM+BN)*BK elements read from shared memory; the SM
-    needs ``flops_per_clk / smem_bytes_per_clk`` operations per byte to keep the tensor cores busy, so
-    thin tiles (GPPerf's up-to-3.2x tile effect) are shared-memory bound.
-    """
-    eb = arch.elem_bytes  # type: ignore[attr-defined]
-    per_byte = 2.0 * tile.bm * tile.bn / ((tile.bm + tile.bn) * eb)
-    needed = arch.flops_per_clk_per_sm / _assumption("smem_bytes_per_clk")  # type: ignore[attr-defined]
-    return min(1.0, per_byte / needed)
-
-
-def gemm_cost(
-    gemm: Gemm,
-    tile: Tile,
-    arch: Arch,
-    *,
-    a_dram_bytes: float,
-    b_dram_bytes: float,
-    c_dram_bytes: float,
-    extra_read_bytes: float = 0.0,
-) -> KernelCost:
-    """Time of one implicit-GEMM kernel with threadblock ``tile``.
-
-    Blocks are spread round-robin over the SMs, so the busiest SM runs ceil(blocks / SMs) tiles (wave
-    quantization); each tile runs at the SM's share of peak times the achievable fraction and the tile's
-    shared-memory efficiency. DRAM moves each operand once (tile rasterization keeps re-reads in L2,
-    an assumption); L2 serves every block its A and B panels, and split-K partial sums.
-    """
-    a: Arch = arch
-    eb = a.elem_bytes  # type: ignore[attr-defined]
-    m_tiles = math.ceil(gemm.M / tile.bm)
-    n_tiles = math.ceil(gemm.N / tile.bn)
-    k_chunk = math.ceil(gemm.K / tile.split_k)
-    k_iters = math.ceil(k_chunk / tile.bk)
-    blocks = m_tiles * n_tiles * tile.split_k * gemm.count
-    per_sm = math.ceil(blocks / a.sms)  # type: ignore[attr-defined]
-    tile_ops = 2.0 * tile.bm * tile.bn * tile.bk * k_iters
-    efficiency = tile_efficiency(tile, a)
-    sm_rate = a.flops_per_clk_per_sm * a.clock_mhz * 1e6 * a.compute_fraction * efficiency  # type: ignore[attr-defined]
-    compute_s = per_sm * tile_ops / sm_rate
-    a_total = gemm.M * gemm.K * eb * gemm.count
-    b_total = gemm.K * gemm.N * eb * gemm.count
-    c_total = gemm.M * gemm.N * eb * gemm.count
-    partials = 2.0 * tile.split_k * gemm.M * gemm.N * ACCUMULATOR_BYTES * gemm.count if tile.split_k > 1 else 0.0
-    l2_bytes = a_total * n_tiles + b_total * m_tiles + c_total + partials + extra_read_bytes
-    reads = a_dram_bytes + b_dram_bytes + extra_read_bytes
-    bandwidth = a.bytes_per_s  # type: ignore[attr-defined]
-    dram_s = (reads + c_dram_bytes) / (bandwidth * a.bandwidth_fraction)  # type: ignore[attr-defined]
-    l2_s = l2_bytes / (bandwidth * _assumption("l2_bandwidth_ratio"))
-    launch_s = a.launch_us * 1e-6  # type: ignore[attr-defined]
-    return KernelCost(
-        seconds=launch_s + max(compute_s, dram_s, l2_s),
-        compute_s=compute_s,
-        dram_s=dram_s,
-        l2_s=l2_s,
-        launch_s=launch_s,
-        flops=float(gemm.flops),
-        issued_flops=float(blocks * tile_ops),
-        dram_read_bytes=reads,
-        dram_write_bytes=c_dram_bytes,
-        l2_bytes=l2_bytes,
-        blocks=blocks,
-        waves=blocks / a.sms,  # type: ignore[attr-defined]
-        tile_efficiency=efficiency,
-    )
-
-
-def memory_kernel_cost(
-    arch: Arch, *, flops: float, dram_read_bytes: float, dram_write_bytes: float, l2_bytes: float
-) -> KernelCost:
-    """A kernel on the CUDA cores: elementwise, pooling, softmax, layernorm, direct conv, append."""
-    a: Arch = arch
-    bandwidth = a.bytes_per_s  # type: ignore[attr-defined]
-    compute_s = flops / (a.fp32_tflops * 1e12 * _assumption("simt_fraction"))  # type: ignore[attr-defined]
-    dram_s = (dram_read_bytes + dram_write_bytes) / (bandwidth * a.bandwidth_fraction)  # type: ignore[attr-defined]
-    l2_s = l2_bytes / (bandwidth * _assumption("l2_bandwidth_ratio"))
-    launch_s = a.launch_us * 1e-6  # type: ignore[attr-defined]
-    return KernelCost(
-        seconds=launch_s + max(compute_s, dram_s, l2_s),
-        compute_s=compute_s,
-        dram_s=dram_s,
-        l2_s=l2_s,
-        launch_s=launch_s,
-        flops=flops,
-        issued_flops=flops,
-        dram_read_bytes=dram_read_bytes,
-        dram_write_bytes=dram_write_bytes,
-        l2_bytes=l2_bytes,
-    )
-
-
 @functools.lru_cache(maxsize=4096)
-def best_tile(gemm: Gemm, arch: Arch, a_dram: float, b_dram: float, c_dram: float, extra: float) -> tuple[Tile, float]:
+def best_tile(
+    gemm: Gemm, arch: GpuArch, a_dram: float, b_dram: float, c_dram: float, extra: float
+) -> tuple[Tile, float]:
     """The fastest legal tile for ``gemm`` and its time; ties go to the larger tile (fewer blocks)."""
     best: tuple[float, int, Tile] | None = None
     for tile in candidate_tiles(arch):
@@ -255,9 +101,7 @@ def best_tile(gemm: Gemm, arch: Arch, a_dram: float, b_dram: float, c_dram: floa
         if best is None or key[:2] < best[:2]:
             best = key
     if best is None:
-        raise MappingError(
-            f"no threadblock tile fits {arch.smem_kib_per_sm:g} KiB of shared memory per SM"  # type: ignore[attr-defined]
-        )
+        raise MappingError(f"no threadblock tile fits {arch.smem_kib_per_sm:g} KiB of shared memory per SM")
     return best[2], best[0]
 
 
@@ -292,9 +136,9 @@ def fusion_plan(graph: Graph) -> dict[str, str]:
     return root_of
 
 
-def l2_resident_tensors(graph: Graph, arch: Arch, skip: set[str]) -> set[str]:
+def l2_resident_tensors(graph: Graph, arch: GpuArch, skip: set[str]) -> set[str]:
     """Intermediate activations kept in L2 from producer to last consumer (greedy, in production order)."""
-    capacity = arch.l2_mib * 2**20 * _assumption("l2_resident_fraction")  # type: ignore[attr-defined]
+    capacity = arch.l2_mib * 2**20 * assumption("l2_resident_fraction")
     if capacity <= 0:
         return set()
     index = {op.name: i for i, op in enumerate(graph.ops)}
@@ -349,10 +193,10 @@ class GpuTileMapper:
 
     name = "tile"
 
-    def map(self, graph: Graph, arch: Arch) -> Mapping:
+    def map(self, graph: Graph, arch: GpuArch) -> Mapping:
         if getattr(arch, "kind", "") != "gpu":
             raise MappingError(f"the gpu tile mapper needs a GpuArch, got {type(arch).__name__}")
-        eb = arch.elem_bytes  # type: ignore[attr-defined]
+        eb = arch.elem_bytes
         root_of = fusion_plan(graph)
         fused_by_root: dict[str, list[Op]] = {}
         for op in graph.ops:

@@ -7,6 +7,12 @@ import json
 from pathlib import Path
 
 from dse.errors import UserError
+from dse.spec import load_spec
+from surrogates.dataset import build_dataset, check_dataset, design_frame, workloads_from_args
+from surrogates.evaluate import REPORTED_TARGETS, design_accuracy, format_table, scatter_html
+from surrogates.features import SUPPORTED_TEMPLATES
+from surrogates.model import MODEL_KINDS, SurrogateModel
+from surrogates.train import train
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -55,8 +61,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _read_dataset(path: str):
     import pandas as pd
 
-    from surrogates.dataset import check_dataset
-
     if not Path(path).is_file():
         raise UserError(
             f"dataset not found (looked for {Path(path).resolve()}); build one with "
@@ -75,10 +79,6 @@ def _read_dataset(path: str):
 
 
 def cmd_dataset(args: argparse.Namespace) -> int:
-    from dse.spec import load_spec
-    from surrogates.dataset import build_dataset, workloads_from_args
-    from surrogates.features import SUPPORTED_TEMPLATES
-
     spec = load_spec(args.spec)
     if spec.template.kind not in SUPPORTED_TEMPLATES:
         raise UserError(
@@ -107,10 +107,6 @@ def cmd_dataset(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from surrogates.evaluate import format_table
-    from surrogates.model import MODEL_KINDS
-    from surrogates.train import train
-
     if args.model not in MODEL_KINDS:
         raise UserError(f"unknown model {args.model!r}; choose one of: {', '.join(MODEL_KINDS)}", where="--model")
     data = _read_dataset(args.data)
@@ -133,10 +129,6 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from surrogates.dataset import design_frame
-    from surrogates.evaluate import REPORTED_TARGETS, design_accuracy, format_table, scatter_html
-    from surrogates.model import SurrogateModel
-
     model = SurrogateModel.load(args.model)
     data = _read_dataset(args.data)
     results = design_accuracy(model, data)

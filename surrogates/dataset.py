@@ -22,7 +22,10 @@ import numpy as np
 import pandas as pd
 
 from dse.errors import UserError
+from dse.evaluate import PointEvaluator
+from dse.executors import make_executor
 from dse.graph import Graph
+from dse.workload import load_workload
 from surrogates import features as feat
 
 OP_TARGETS = ("cycles", "energy_pj")
@@ -45,8 +48,6 @@ class WorkloadSpec:
         return self.model + (f"[{opts}]" if opts else "") + (f"@b{self.batch}" if self.batch != 1 else "")
 
     def build(self, base_dir: Path | None = None) -> Graph:
-        from dse.workload import load_workload
-
         return load_workload(
             self.model, batch=self.batch, precision=self.precision, base_dir=base_dir, **dict(self.options)
         )
@@ -113,9 +114,6 @@ def build_dataset(
     base_dir: Path | None = None,
 ) -> pd.DataFrame:
     """Sample ``n`` points per workload and evaluate them; failed points are left out (and counted)."""
-    from dse.evaluate import PointEvaluator
-    from dse.executors import make_executor
-
     frames = []
     with make_executor(executor, workers) as pool:
         for w_index, workload in enumerate(workloads):
@@ -131,14 +129,14 @@ def build_dataset(
             if not kept:
                 raise UserError(f"every sampled point of {workload.label} failed to evaluate", where="template.params")
             frames.append(
-                _frame(
+                design_rows(
                     template_kind, graph, workload, ops, [points[i] for i in kept], fixed, [results[i] for i in kept]
                 )
             )
     return pd.concat(frames, ignore_index=True)
 
 
-def _frame(
+def design_rows(
     template_kind: str,
     graph: Graph,
     workload: WorkloadSpec,

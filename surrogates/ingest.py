@@ -1,6 +1,6 @@
-"""Real measurements in, as training data: wa-hls4ml synthesis records, hls4ml synthesis reports, GPU CSVs.
+"""Real measurements in, as training data: wa-hls4ml synthesis records.
 
-Every reader returns one row per measured design with ``network`` (what a held-out split groups by),
+A reader returns one row per measured design with ``network`` (what a held-out split groups by),
 numeric feature columns (``FPGA_FEATURES``) and target columns (``FPGA_TARGETS``), so the same
 ``train_measured`` fits a surrogate on any of them and reports its error on networks it never saw.
 """
@@ -15,18 +15,12 @@ import numpy as np
 import pandas as pd
 
 from dse.errors import UserError
+from hwmodels.catalogs.fpga import wa_hls4ml_column
+from surrogates.model import make_regressor
 
 FPGA_FEATURES = ("d_in", "hidden", "d_out", "prec", "reuse_factor", "mults", "mults_per_rf", "weight_bits")
 FPGA_TARGETS = ("lut", "ff", "dsp", "bram", "latency_cycles", "ii_cycles")
-GPU_COLUMNS = ("model", "batch", "precision", "gpu", "latency_ms")
-_WA_COLUMNS = {
-    "LUT_hls": "lut",
-    "FF_hls": "ff",
-    "DSP_hls": "dsp",
-    "BRAM_18K_hls": "bram",
-    "WorstLatency_hls": "latency_cycles",
-    "IntervalMax_hls": "ii_cycles",
-}
+_WA_COLUMNS = {wa_hls4ml_column(target): target for target in FPGA_TARGETS}
 
 
 def _fpga_features(d_in: Any, hidden: Any, d_out: Any, prec: Any, rf: Any) -> dict[str, Any]:
@@ -64,54 +58,6 @@ def read_wa_hls4ml(path: str | Path) -> pd.DataFrame:
     return frame
 
 
-def read_hls4ml_report(project_dir: str | Path, d_in: int, hidden: int, d_out: int, prec: int, rf: int) -> dict:
-    """One synthesized hls4ml project (Vivado backend) as a row, through hls4ml's own report reader."""
-    import contextlib
-    import io
-
-    from hls4ml.report import parse_vivado_report
-
-    with contextlib.redirect_stdout(io.StringIO()):
-        report = parse_vivado_report(str(project_dir))
-    csynth = (report or {}).get("CSynthesisReport")
-    if not csynth:
-        raise UserError(
-            "holds no C-synthesis report (run the hls4ml build with csim/synth first)", where=str(project_dir)
-        )
-    row = {"network": f"{d_in}-{hidden}-{d_out}", **_fpga_features(d_in, hidden, d_out, prec, rf)}
-    row.update(
-        {
-            "lut": float(csynth["LUT"]),
-            "ff": float(csynth["FF"]),
-            "dsp": float(csynth["DSP48E"] if "DSP48E" in csynth else csynth.get("DSP", 0)),
-            "bram": float(csynth["BRAM_18K"]),
-            "latency_cycles": float(csynth["WorstLatency"]),
-            "ii_cycles": float(csynth["IntervalMax"]),
-            "source": "hls4ml-report",
-        }
-    )
-    return {k: float(v) if isinstance(v, np.generic) else v for k, v in row.items()}
-
-
-def read_gpu_csv(path: str | Path) -> pd.DataFrame:
-    """Measured GPU latencies (the GPU issue's CSV: model, batch, precision, gpu, latency_ms per row)."""
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(
-            f"measured GPU CSV not found (looked for {path.resolve()}); it is written by "
-            "benchmarks/gpu_measure.py on a machine with a GPU",
-            where=str(path),
-        )
-    frame = pd.read_csv(path)
-    missing = [c for c in GPU_COLUMNS if c not in frame.columns]
-    if missing:
-        raise UserError(
-            f"is not a measured GPU CSV (missing columns: {', '.join(missing)}; expected {', '.join(GPU_COLUMNS)})",
-            where=str(path),
-        )
-    return frame.rename(columns={"model": "network"})
-
-
 def network_split(frame: pd.DataFrame) -> np.ndarray:
     """True for the test half: networks split by a stable hash of their name (never by row)."""
     return np.array([zlib.crc32(str(n).encode()) % 2 == 1 for n in frame["network"]])
@@ -119,8 +65,6 @@ def network_split(frame: pd.DataFrame) -> np.ndarray:
 
 def train_measured(frame: pd.DataFrame, kind: str = "gb", seed: int = 0) -> dict[str, Any]:
     """One regressor per target on log(1 + target); returns models and the test-half predictions."""
-    from surrogates.model import make_regressor
-
     test = network_split(frame)
     x = frame[list(FPGA_FEATURES)].to_numpy(float)
     models, predictions = {}, {}

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import dse
 from dse.errors import UserError
 from surrogates import features as feat
 
@@ -129,8 +130,6 @@ def area_from(model: Any, area_x: np.ndarray) -> np.ndarray:
 
 def versions() -> dict[str, str]:
     import sklearn
-
-    import dse
 
     return {
         "python": platform.python_version(),

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from hwmodels.catalogs.fpga import part_names
 from templates.base import Arch, Param, Template, TemplateError
 
 MAX_LAYERS = 8
@@ -115,12 +116,6 @@ class FpgaArch(Arch):
         )
 
 
-def _part_names() -> list[str]:
-    from hwmodels.catalogs.fpga import part_names
-
-    return part_names()
-
-
 def _width_params(prefix: str, default_width: int | None, default_integer: int | None, what: str) -> list[Param]:
     return [
         Param(f"{prefix}width", "int", default_width, f"total bits of the {what} ap_fixed type", low=1, high=MAX_WIDTH),
@@ -140,7 +135,7 @@ class FpgaDataflowTemplate(Template):
 
     def params(self) -> list[Param]:
         out = [
-            Param("part", "str", "xcu250", "target FPGA part (hwmodels.catalogs.fpga)", choices=tuple(_part_names())),
+            Param("part", "str", "xcu250", "target FPGA part (hwmodels.catalogs.fpga)", choices=tuple(part_names())),
             Param("clock_period_ns", "float", 5.0, "target clock period (hls4ml ClockPeriod)", low=1.0, high=100.0),
             Param("io_type", "str", "io_parallel", "hls4ml IOType", choices=IO_TYPES),
             Param("strategy", "str", "latency", "hls4ml Strategy of every layer", choices=STRATEGIES),
@@ -227,12 +222,3 @@ def _fixed(width: int, integer: int, prefix: str) -> FixedType:
             f"{prefix}integer",
         )
     return FixedType(width, integer)
-
-
-def family():
-    """The fpga_dataflow family for ``dse.registry``."""
-    from dse.registry import Family
-    from hwmodels.fpga import FpgaDataflowModel
-    from mappers.fpga import FpgaDataflowMapper
-
-    return Family(template=FpgaDataflowTemplate, mappers={"hls4ml": FpgaDataflowMapper}, hwmodel=FpgaDataflowModel)

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from hwmodels.catalogs import gpu as gpu_catalog
 from templates.base import Arch, Param, Template, TemplateError
 
 PRECISIONS = ("fp16", "bf16", "fp8", "int8", "fp32")
@@ -84,18 +85,12 @@ class GpuArch(Arch):
         return self.mem_gbps * 1e9
 
 
-def _catalog():
-    from hwmodels.catalogs import gpu as gpu_catalog
-
-    return gpu_catalog
-
-
 class GpuTemplate(Template):
     kind: ClassVar[str] = "gpu"
 
     def params(self) -> list[Param]:
-        names = (*_catalog().gpu_names(), CUSTOM)
-        assumption = _catalog().assumption
+        names = (*gpu_catalog.gpu_names(), CUSTOM)
+        assumption = gpu_catalog.assumption
         return [
             Param(
                 "gpu",
@@ -151,18 +146,17 @@ class GpuTemplate(Template):
 
     def instantiate(self, point: Mapping[str, Any]) -> GpuArch:
         v = self.resolve(point)
-        catalog = _catalog()
         precision = v["precision"]
         math = "tf32" if precision == "fp32" and v["tf32"] else precision
         if v["gpu"] == CUSTOM:
             return self._custom(v, math)
         try:
-            name = catalog.canonical_gpu_name(v["gpu"])
-        except catalog.UnknownGpuError as err:
+            name = gpu_catalog.canonical_gpu_name(v["gpu"])
+        except gpu_catalog.UnknownGpuError as err:
             raise TemplateError(
                 f"gpu={v['gpu']!r} is not in the GPU catalog; {err.message} or 'custom'", "gpu"
             ) from None
-        spec = catalog.GPUS[name]
+        spec = gpu_catalog.GPUS[name]
         base_sms, base_clock = spec.sms.value, spec.clock_mhz.value
         sms = v["sms"] if v["sms"] is not None else int(base_sms)
         clock = v["clock_mhz"] if v["clock_mhz"] is not None else base_clock
@@ -233,12 +227,3 @@ class GpuTemplate(Template):
             compute_fraction=v["compute_fraction"],
             bandwidth_fraction=v["bandwidth_fraction"],
         )
-
-
-def family():
-    """The gpu family for dse.registry: template, threadblock-tiling mapper, roofline model."""
-    from dse.registry import Family
-    from hwmodels.gpu import GpuModel
-    from mappers.gpu import GpuTileMapper
-
-    return Family(template=GpuTemplate, mappers={"tile": GpuTileMapper}, hwmodel=GpuModel)

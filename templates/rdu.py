@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from hwmodels.catalogs import rdu as rdu_catalog
+from hwmodels.catalogs.tech import tech_names
 from templates.base import Arch, Param, Template, TemplateError
 
 PRECISION_BITS = {"int8": 8, "int16": 16, "fp16": 16, "bf16": 16, "int32": 32, "fp32": 32}
@@ -90,23 +92,11 @@ class RduArch(Arch):
         return self.pmus * self.pmu_bytes
 
 
-def _catalog():
-    from hwmodels.catalogs import rdu as rdu_catalog
-
-    return rdu_catalog
-
-
-def _tech_names() -> list[str]:
-    from hwmodels.catalogs.tech import tech_names
-
-    return list(tech_names())
-
-
 class RduTemplate(Template):
     kind: ClassVar[str] = "rdu"
 
     def params(self) -> list[Param]:
-        presets = _catalog().preset_names()
+        presets = rdu_catalog.preset_names()
         return [
             Param("preset", "str", DEFAULT_PRESET, "reference RDU whose numbers are the defaults", choices=presets),
             Param("pcus", "int", None, "pattern compute units (default: the preset's)", low=1, high=100_000),
@@ -129,7 +119,7 @@ class RduTemplate(Template):
 
     def instantiate(self, point: Mapping[str, Any]) -> RduArch:
         v = self.resolve(point)
-        spec = _catalog().preset(v["preset"])
+        spec = rdu_catalog.preset(v["preset"])
         if v["precision"] not in spec.precisions:
             raise TemplateError(
                 f"precision={v['precision']!r} is not supported by the {spec.display}; "
@@ -150,7 +140,7 @@ class RduTemplate(Template):
                 "sram_mb",
             )
         tech = v["tech"] if v["tech"] is not None else spec.tech
-        names = _tech_names()
+        names = list(tech_names())
         if tech not in names:
             raise TemplateError(f"tech={tech!r} is not in the catalog; choose one of: {', '.join(names)}", "tech")
         return RduArch(
@@ -174,14 +164,3 @@ class RduTemplate(Template):
             hbm_kind=spec.hbm_kind,
             ddr_kind=spec.ddr_kind,
         )
-
-
-def family():
-    """The rdu family for dse.registry: template, CP-SAT section mapper (default) and unfused baseline, model."""
-    from dse.registry import Family
-    from hwmodels.rdu import RduModel
-    from mappers.rdu import RduSectionMapper, RduUnfusedMapper
-
-    return Family(
-        template=RduTemplate, mappers={"sections": RduSectionMapper, "unfused": RduUnfusedMapper}, hwmodel=RduModel
-    )

@@ -33,13 +33,56 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
+from dse.graph import PRECISION_BITS
+from hwmodels.catalogs.tech import tech_names
 from templates.base import Arch, Param, Template, TemplateError
 
-PRECISIONS: dict[str, int] = {"int8": 8, "int16": 16, "fp16": 16, "bf16": 16, "fp32": 32}
+# The precisions a systolic array takes, with their bit widths from the IR's one table.
+PRECISIONS: dict[str, int] = {name: PRECISION_BITS[name] for name in ("int8", "int16", "fp16", "bf16", "fp32")}
 DATAFLOWS = ("ws", "os", "is")
 DRAM_MODES = ("shared", "per_operand", "unlimited")
 SCRATCHPADS = ("split", "unified")
 DEFAULT_TECH = "asic-28nm"
+SRAM_NAMES = ("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib")
+DEFAULT_SRAM_KIB = 64.0  # each SRAM when neither it nor sram_kib is given
+SRAM_PARTS = 3  # sram_kib is split equally over the three SRAMs
+MIN_SRAM_WORDS = 200  # the double-buffered SRAM model needs at least this many words per SRAM
+
+
+# The instantiation rules, written once for a point's scalars and for the surrogates' numpy columns of
+# many points (``surrogates.features.arch_table``), so the two cannot drift apart.
+def buffer_kib(own_given: Any, own_kib: Any, total_given: Any, sram_kib: Any) -> Any:
+    """One SRAM's size in KiB: a third of ``sram_kib`` where that is given, else its own size, else
+    ``DEFAULT_SRAM_KIB``. Scalars (a missing size may be None) or numpy columns."""
+    if isinstance(own_given, np.ndarray) or isinstance(total_given, np.ndarray):
+        return np.where(total_given, sram_kib / SRAM_PARTS, np.where(own_given, own_kib, DEFAULT_SRAM_KIB))
+    if total_given:
+        return sram_kib / SRAM_PARTS
+    return own_kib if own_given else DEFAULT_SRAM_KIB
+
+
+def word_bytes_of(bits: Any) -> Any:
+    """Bytes per word of a precision's bit width (scalars or numpy columns)."""
+    return bits // 8
+
+
+def too_few_words(kib: Any, word_bytes: Any) -> Any:
+    """Whether an SRAM of ``kib`` holds fewer than ``MIN_SRAM_WORDS`` words (scalars or numpy columns)."""
+    return kib * 1024 / word_bytes < MIN_SRAM_WORDS
+
+
+def lanes_of(vector_lanes: Any, cols: Any) -> Any:
+    """SIMD lanes: ``vector_lanes``, or one per array column when it is 0 (scalars or numpy columns)."""
+    if isinstance(vector_lanes, np.ndarray) or isinstance(cols, np.ndarray):
+        return np.where(vector_lanes == 0, cols, vector_lanes)
+    return vector_lanes or cols
+
+
+def dram_words_per_cycle(dram_gbps: Any, freq_mhz: Any, word_bytes: Any) -> Any:
+    """Words the DRAM interface moves in one array clock: GB/s divided by GHz, over the word size."""
+    return dram_gbps * 1e3 / freq_mhz / word_bytes
 
 
 @dataclass(frozen=True)
@@ -73,7 +116,7 @@ class SystolicArch(Arch):
 
     @property
     def word_bytes(self) -> int:
-        return self.bits // 8
+        return word_bytes_of(self.bits)
 
     @property
     def dram_bytes_per_cycle(self) -> float:
@@ -82,7 +125,7 @@ class SystolicArch(Arch):
 
     @property
     def dram_words_per_cycle(self) -> float:
-        return self.dram_bytes_per_cycle / self.word_bytes
+        return dram_words_per_cycle(self.dram_gbps, self.freq_mhz, self.word_bytes)
 
     @property
     def macs_per_cycle(self) -> int:
@@ -92,12 +135,6 @@ class SystolicArch(Arch):
         """Capacity of one SRAM ('ifmap' | 'filter' | 'ofmap') in words of this precision."""
         kib = {"ifmap": self.ifmap_sram_kib, "filter": self.filter_sram_kib, "ofmap": self.ofmap_sram_kib}[which]
         return int(kib * 1024 // self.word_bytes)
-
-
-def _tech_names() -> list[str]:
-    from hwmodels.catalogs.tech import tech_names
-
-    return list(tech_names())
 
 
 class SystolicTemplate(Template):
@@ -129,38 +166,33 @@ class SystolicTemplate(Template):
 
     def instantiate(self, point: Mapping[str, Any]) -> SystolicArch:
         v = self.resolve(point)
-        individual = [n for n in ("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib") if v[n] is not None]
+        individual = [n for n in SRAM_NAMES if v[n] is not None]
         if v["scratchpad"] == "unified" and individual:
             raise TemplateError(
                 f"a unified scratchpad has one size: give sram_kib instead of {', '.join(individual)} "
                 "(per-buffer sizes belong to scratchpad=split)",
                 individual[0],
             )
-        if v["sram_kib"] is not None:
-            if individual:
-                raise TemplateError(
-                    f"give either sram_kib (split equally) or the individual SRAM sizes, not both "
-                    f"(also got {', '.join(individual)})",
-                    "sram_kib",
-                )
-            each = v["sram_kib"] / 3
-            sizes = (each, each, each)
-        else:
-            sizes = tuple(
-                64.0 if v[n] is None else v[n] for n in ("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib")
+        total_given = v["sram_kib"] is not None
+        if total_given and individual:
+            raise TemplateError(
+                f"give either sram_kib (split equally) or the individual SRAM sizes, not both "
+                f"(also got {', '.join(individual)})",
+                "sram_kib",
             )
-        word_bytes = PRECISIONS[v["precision"]] // 8
-        for name, kib in zip(("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib"), sizes):
-            if kib * 1024 / word_bytes < 200:
+        sizes = tuple(buffer_kib(v[n] is not None, v[n], total_given, v["sram_kib"]) for n in SRAM_NAMES)
+        word_bytes = word_bytes_of(PRECISIONS[v["precision"]])
+        for name, kib in zip(SRAM_NAMES, sizes):
+            if too_few_words(kib, word_bytes):
                 raise TemplateError(
-                    f"{name}={kib:g} KiB holds fewer than 200 {v['precision']} words; the double-buffered "
-                    "SRAM model needs at least 200 (use >= 1 KiB at int8)",
+                    f"{name}={kib:g} KiB holds fewer than {MIN_SRAM_WORDS} {v['precision']} words; the "
+                    f"double-buffered SRAM model needs at least {MIN_SRAM_WORDS} (use >= 1 KiB at int8)",
                     name,
                 )
-        names = _tech_names()
+        names = list(tech_names())
         if v["tech"] not in names:
             raise TemplateError(f"tech={v['tech']!r} is not in the catalog; choose one of: {', '.join(names)}", "tech")
-        lanes = v["vector_lanes"] or v["cols"]
+        lanes = lanes_of(v["vector_lanes"], v["cols"])
         return SystolicArch(
             rows=v["rows"],
             cols=v["cols"],

@@ -49,6 +49,7 @@ class FakeSpec:
     fingerprint: str = "toy-fingerprint-v1"
     evaluator: str = "analytical"
     path: Path = Path("<string>")
+    baselines: list[str] = field(default_factory=list)
 
     def objective_list(self) -> list[Objective]:
         return list(self.objectives)

@@ -225,8 +225,9 @@ def layer_graph(layers: list[ScaleSimLayer]):
 
 def predict(layers: list[ScaleSimLayer], cfg: ScaleSimConfig) -> list[dict]:
     """Our model's figures for each layer, under SCALE-Sim's report names."""
-    from hwmodels.systolic import SystolicModel, gemm_cost
-    from mappers.systolic import SystolicFoldMapper
+    from hwmodels.systolic.cost import gemm_cost
+    from hwmodels.systolic.model import SystolicModel
+    from mappers.systolic.fold import SystolicFoldMapper
     from templates.systolic import SystolicTemplate
 
     arch = SystolicTemplate().instantiate(arch_point(cfg))

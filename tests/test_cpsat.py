@@ -1,6 +1,6 @@
 """The CP-SAT network scheduler: optimal on small DAGs (checked by brute force), validated, fast enough.
 
-Every schedule produced here goes through the independent validator (``mappers.schedule_check``).
+Every schedule produced here goes through the independent validator (``mappers.systolic.check``).
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ import pytest
 
 from dse.graph import GraphBuilder
 from mappers.base import MappingError
-from mappers.bruteforce import BruteForceMapper, brute_force_schedule, packs
-from mappers.cpsat import CpSatMapper, clear_schedule_cache, solve
-from mappers.greedy import GreedyMapper
-from mappers.schedule_check import check_schedule
-from mappers.tiling import build_problem, mode_traffic, to_mapping
+from mappers.systolic.bruteforce import BruteForceMapper, brute_force_schedule, packs
+from mappers.systolic.check import check_schedule
+from mappers.systolic.cpsat import CpSatMapper, clear_schedule_cache, solve
+from mappers.systolic.greedy import GreedyMapper
+from mappers.systolic.objective import mode_traffic
+from mappers.systolic.problem import build_problem, to_mapping
 from templates.systolic import SystolicArch
 
 
@@ -192,7 +193,7 @@ def test_tight_scratchpad_forces_spills_and_capacity_is_respected():
 def test_branch_order_is_a_decision():
     graph = branch_graph()
     problem = build_problem(graph, small_arch())
-    from mappers.tiling import topological_bounds
+    from mappers.systolic.problem import topological_bounds
 
     lo, hi = topological_bounds(problem)
     assert any(a < b for a, b in zip(lo, hi))  # left/right may run in either order
@@ -300,7 +301,7 @@ def test_metrics_follow_the_schedule_and_the_explorer_switches_mapper():
 def test_layer_cache_gives_identical_metrics():
     from dse.evaluate import PointEvaluator
     from dse.zoo import build
-    from hwmodels.systolic import clear_layer_cache, layer_cache_stats
+    from hwmodels.systolic.model import clear_layer_cache, layer_cache_stats
 
     graph = build("resnet18", resolution=64)
     ev = PointEvaluator(graph, "systolic", "fold", {"tech": "asic-28nm"})
@@ -320,9 +321,9 @@ def test_full_address_model_agrees_with_brute_force(name):
     """The fallback model (positions, residency, tiles and addresses together under AddNoOverlap2D)."""
     from ortools.sat.python import cp_model
 
-    from mappers.cpsat import _Model, _solver
-    from mappers.greedy import greedy_schedule
-    from mappers.tiling import to_mapping
+    from mappers.systolic.cpsat import _Model, _solver
+    from mappers.systolic.greedy import greedy_schedule
+    from mappers.systolic.problem import to_mapping
 
     problem = build_problem(GRAPHS[name](), small_arch(ifmap_kib=2.0))
     exact = brute_force_schedule(problem)

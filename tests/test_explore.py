@@ -274,7 +274,7 @@ def test_sigkill_mid_sweep_then_resume_loses_nothing_and_repeats_nothing(tmp_pat
 
 
 def test_parquet_keeps_params_that_mix_numbers_and_text(tmp_path):
-    from dse.explore import parquet_safe
+    from dse.finish import parquet_safe
 
     frame = pd.DataFrame({"tile": [16, "auto", None], "latency_ms": [1.0, 2.0, np.nan]})
     parquet_safe(frame).to_parquet(tmp_path / "p.parquet")
@@ -304,7 +304,7 @@ search: {strategy: nsga2, budget: 12, seed: 0, population: 4}
 def test_real_spec_space_and_evaluator(tmp_path):
     """The whole pipeline: spec -> DesignSpace.from_spec -> PointEvaluator -> store -> files."""
     try:
-        from dse.cli import build_evaluator
+        from dse.session import build_evaluator
         from dse.spec import parse_spec
     except ImportError as exc:
         pytest.skip(f"pipeline not importable yet: {exc}")

@@ -12,7 +12,7 @@ from dse.evaluate import PointEvaluator
 from dse.graph import GraphBuilder
 from dse.spec import load_spec
 from hwmodels.catalogs.fpga import UnknownPartError, get_part, part_names
-from hwmodels.fpga import bram18_blocks, dsp_per_mult
+from hwmodels.fpga.cost import bram18_blocks, dsp_per_mult
 from mappers.base import MappingError
 from mappers.fpga import FpgaDataflowMapper, closest_reuse_factor, valid_reuse_factors
 from templates.base import TemplateError
@@ -116,7 +116,7 @@ def test_unsupported_graphs_are_refused_with_the_op_named():
 
 @pytest.mark.parametrize("name", ["jet_mlp_fpga.yaml", "small_cnn_fpga.yaml"])
 def test_designs_load_and_their_first_point_evaluates(name):
-    from dse.cli import build_evaluator
+    from dse.session import build_evaluator
 
     spec = load_spec(ROOT / "designs" / name)
     _, evaluator = build_evaluator(spec)

@@ -10,8 +10,10 @@ import pytest
 from dse import zoo
 from dse.graph import GraphBuilder
 from hwmodels.catalogs import gpu as gpu_catalog
-from hwmodels.gpu import GpuModel, Measurement, fit_calibration, predict_seconds
-from mappers.gpu import Gemm, GpuTileMapper, Tile, best_tile, candidate_tiles, gemm_cost, tile_efficiency, tile_fits
+from hwmodels.gpu.calibrate import Measurement, fit_calibration, predict_seconds
+from hwmodels.gpu.cost import Gemm, Tile, gemm_cost, tile_efficiency, tile_fits
+from hwmodels.gpu.model import GpuModel
+from mappers.gpu import GpuTileMapper, best_tile, candidate_tiles
 from templates.base import TemplateError
 from templates.gpu import GpuTemplate
 

@@ -43,7 +43,7 @@ def test_cpu_measurement_writes_a_complete_csv(tmp_path: Path, capsys) -> None:
 
 
 def test_measured_csv_feeds_the_calibration_reader(tmp_path: Path) -> None:
-    from hwmodels.gpu import read_measurements
+    from hwmodels.gpu.calibrate import read_measurements
 
     script = _load_script()
     out = tmp_path / "cpu.csv"

@@ -15,18 +15,14 @@ from dse.registry import family
 from dse.zoo.ssm import hyena, mamba
 from dse.zoo.transformers import gpt2
 from hwmodels.catalogs.rdu import PLASTICINE_TOTAL_AREA_MM2, PRESETS, PUBLISHED_RATIOS
-from hwmodels.rdu import RduModel, rdu_area_mm2
+from hwmodels.rdu.cost import op_cycles, plan_cost, rdu_area_mm2
+from hwmodels.rdu.model import RduModel
 from mappers.base import MappingError
-from mappers.rdu import (
-    RduSectionMapper,
-    RduUnfusedMapper,
-    brute_force,
-    build_problem,
-    op_cycles,
-    plan_cost,
-    solve_sections,
-    unfused_plan,
-)
+from mappers.rdu.bruteforce import brute_force
+from mappers.rdu.cpsat import solve_sections
+from mappers.rdu.heuristics import unfused_plan
+from mappers.rdu.problem import build_problem
+from mappers.rdu.sections import RduSectionMapper, RduUnfusedMapper
 from templates.base import TemplateError
 from templates.rdu import RduTemplate
 

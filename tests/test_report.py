@@ -16,7 +16,9 @@ import plotly.offline
 import pytest
 
 from dse.objectives import Constraint, Objective
-from dse.report import format_value, knee_point_id, write_report
+from dse.pareto import knee_point_id
+from dse.report.data import format_value
+from dse.report.html import write_report
 
 PARAMS = ["rows", "cols", "dataflow", "sram_kib"]
 DATAFLOW_EFFICIENCY = {"ws": 0.85, "os": 0.75, "is": 0.65}

@@ -1,4 +1,4 @@
-"""SCALE-Sim CALC-mode DRAM reads (hwmodels.scalesim_calc) against SCALE-Sim itself.
+"""SCALE-Sim CALC-mode DRAM reads (hwmodels.systolic.scalesim_calc) against SCALE-Sim itself.
 
 Every CALC row of the shared ResNet-18 reference must match word for word; a few small layers are
 also run live through SCALE-Sim 3.0.0 with 1-2 KiB SRAMs (so epochs end many times per layer) on
@@ -16,14 +16,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scalesim_runner import ScaleSimConfig, ScaleSimLayer, arch_point, layer_graph, run_scalesim  # noqa: E402
 
-from hwmodels.scalesim_calc import (  # noqa: E402
+from hwmodels.systolic.memory import epoch_words  # noqa: E402
+from hwmodels.systolic.scalesim_calc import (  # noqa: E402
     calc_dram_reads,
     calc_dram_reads_replayed,
     epoch_reads,
-    epoch_words,
     repeated_blocks_reads,
 )
-from mappers.systolic import SystolicFoldMapper  # noqa: E402
+from mappers.systolic.fold import SystolicFoldMapper  # noqa: E402
 from templates.systolic import SystolicTemplate  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "scalesim" / "resnet18_per_layer.csv"

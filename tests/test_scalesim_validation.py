@@ -5,7 +5,7 @@ Targets (per layer): compute cycles exact; total cycles (incl. prefetch) and DRA
 its USER mode (``dram_mode="per_operand"``). In USER mode SCALE-Sim's "compute cycles" include the
 stalls, so the stall-free count we compare is its compute minus its stall cycles. USER mode's read
 buffers re-read whole operands when their circular prefetch window walks past a demanded address;
-``hwmodels.systolic`` emulates that walk, so its DRAM reads match exactly.
+``hwmodels.systolic.user_mode`` emulates that walk, so its DRAM reads match exactly.
 
 Also here: fused activations (``OpMapping.resident_output`` / ``resident_inputs`` / ``fused_into``).
 """
@@ -195,8 +195,8 @@ def _conv_relu_graph():
 def test_fused_activation_saves_dram_and_latency(mode):
     from dataclasses import replace
 
-    from hwmodels.systolic import SystolicModel
-    from mappers.systolic import SystolicFoldMapper
+    from hwmodels.systolic.model import SystolicModel
+    from mappers.systolic.fold import SystolicFoldMapper
     from templates.systolic import SystolicTemplate
 
     arch = SystolicTemplate().instantiate({"rows": 8, "cols": 8, "dram_gbps": 4.0, "dram_mode": mode})

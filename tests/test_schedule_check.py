@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from mappers.cpsat import CpSatMapper
-from mappers.greedy import GreedyMapper
-from mappers.schedule_check import ScheduleError, check_schedule
+from mappers.systolic.check import ScheduleError, check_schedule
+from mappers.systolic.cpsat import CpSatMapper
+from mappers.systolic.greedy import GreedyMapper
 from tests.test_cpsat import attention_graph, residual_graph, small_arch
 
 

@@ -7,7 +7,7 @@ import json
 from dse.cli import main
 from dse.graph import Graph
 from mappers.base import Buffer, Mapping, OpMapping
-from mappers.schedule_check import check_schedule
+from mappers.systolic.check import check_schedule
 
 SPEC = """
 name: tiny-schedule
@@ -76,7 +76,7 @@ def test_schedule_writes_json_and_timeline(tmp_path, capsys):
     assert "plotly" in html.lower() and "ifmap_sram" in html
     assert "OPTIMAL" in capsys.readouterr().out or doc["solver"]["status"] == "FEASIBLE"
     # what the file says replays cleanly through the validator
-    from dse.cli import build_evaluator
+    from dse.session import build_evaluator
     from dse.spec import load_spec
 
     graph, evaluator = build_evaluator(load_spec(tmp_path / "spec.yaml"))
@@ -109,7 +109,7 @@ def test_unified_scratchpad_schedules_into_one_memory(tmp_path):
     assert {b["memory"] for e in unified["ops"] for b in e["buffers"]} == {"scratchpad"}
     assert unified["solver"]["dram_bytes"] <= split["solver"]["dram_bytes"]
     assert "scratchpad" in (tmp_path / "u" / "memory_timeline.html").read_text()
-    from dse.cli import build_evaluator
+    from dse.session import build_evaluator
     from dse.spec import load_spec
 
     graph, evaluator = build_evaluator(load_spec(spec))

@@ -282,9 +282,9 @@ def test_a_given_sampler_replaces_the_default_and_keeps_distinct_points():
 
 
 def test_gp_without_pytorch_is_one_clear_user_error(monkeypatch):
-    import dse.registry
+    import importlib.util
 
-    real = dse.registry.import_optional
-    monkeypatch.setattr(dse.registry, "import_optional", lambda name: None if name == "torch" else real(name))
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
     with pytest.raises(UserError, match=r"strategy gp needs PyTorch .*pip install 'dse\[gp\]'"):
         make_strategy(_spec("gp", 6), toy_space())

@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,9 @@ import pytest
 from dse import registry
 from dse.errors import UserError
 from dse.objectives import Constraint, Objective
-from dse.spec import DEFAULT_OBJECTIVES, SpecError, load_spec, parse_spec
+from dse.spec.load import load_spec, parse_spec
+from dse.spec.messages import SpecError
+from dse.spec.schema import DEFAULT_OBJECTIVES
 from templates.base import Arch, Param, Template, TemplateError
 
 SPECS = Path(__file__).resolve().parent / "specs"
@@ -94,7 +98,14 @@ def toy(monkeypatch: pytest.MonkeyPatch) -> None:
         )
         return fams
 
+    def family(kind: str) -> registry.Family:
+        fams = families()
+        if kind not in fams:
+            raise KeyError(kind)
+        return fams[kind]
+
     monkeypatch.setattr(registry, "families", families)
+    monkeypatch.setattr(registry, "family", family)
 
 
 TOY_SPEC = """\
@@ -649,3 +660,69 @@ def test_error_helper_locates_later_stage_problems(toy: None) -> None:
     spec = parse_spec(TOY_SPEC, "designs/toy.yaml")
     err = spec.error("workload.model", "jet_mlp cannot run at batch 2 on this template; use batch 1")
     assert str(err) == "designs/toy.yaml:2: workload.model: jet_mlp cannot run at batch 2 on this template; use batch 1"
+
+
+# ---------------------------------------------------------------------------------------------- mapper options
+
+CPSAT_SPEC = """\
+name: cpsat-options
+workload: {model: jet_mlp}
+template:
+  kind: systolic
+  mapper: cpsat
+  mapper_options: {objective: latency, time_limit_s: 2}
+  params: {rows: [16, 32], cols: 32}
+"""
+
+
+@needs_systolic
+def test_mapper_options_load_and_enter_the_fingerprint() -> None:
+    spec = parse_spec(CPSAT_SPEC, "designs/cpsat.yaml")
+    assert spec.mapper_name == "cpsat"
+    assert spec.template.mapper_options == {"objective": "latency", "time_limit_s": 2}
+    assert spec.to_dict()["template"]["mapper_options"] == {"objective": "latency", "time_limit_s": 2}
+    without = parse_spec(CPSAT_SPEC.replace("  mapper_options: {objective: latency, time_limit_s: 2}\n", ""))
+    assert without.template.mapper_options == {} and "mapper_options" not in without.to_dict()["template"]
+    assert spec.evaluation_fingerprint() != without.evaluation_fingerprint()
+    assert spec.locate("template.mapper_options.time_limit_s") == "designs/cpsat.yaml:6"
+
+
+@needs_systolic
+def test_unknown_mapper_option_is_one_located_message_listing_the_options() -> None:
+    err = toy_error(CPSAT_SPEC.replace("time_limit_s: 2", "time_limit: 2"), "designs/cpsat.yaml")
+    expect(
+        err,
+        6,
+        "template.mapper_options.time_limit",
+        "'time_limit' is not an option of the cpsat mapper of systolic",
+        "objective",
+        "time_limit_s",
+    )
+    assert "more problem" not in str(err)
+
+
+@needs_systolic
+@pytest.mark.parametrize(
+    "old, new, field, fragment",
+    [
+        ("objective: latency", "objective: fastest", "template.mapper_options", "unknown objective 'fastest'"),
+        ("time_limit_s: 2", "time_limit_s: two", "template.mapper_options.time_limit_s", "must be a float"),
+        ("time_limit_s: 2", "time_limit_s: [2]", "template.mapper_options.time_limit_s", "give a single value"),
+    ],
+)
+def test_bad_mapper_option_values_are_located(old: str, new: str, field: str, fragment: str) -> None:
+    expect(toy_error(CPSAT_SPEC.replace(old, new), "designs/cpsat.yaml"), 6, field, fragment)
+
+
+@needs_systolic
+def test_unknown_mapper_option_through_dse_validate_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "cpsat.yaml"
+    path.write_text(CPSAT_SPEC.replace("objective: latency", "objectiv: latency"))
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run(
+        [sys.executable, "-m", "dse.cli", "validate", str(path)], cwd=root, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 2, result.stderr
+    message = result.stderr.strip()
+    assert "Traceback" not in message and len(message.splitlines()) == 1, message
+    assert f"{path}:6: template.mapper_options.objectiv:" in message and "time_limit_s" in message

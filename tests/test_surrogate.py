@@ -8,13 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dse.cli import build_evaluator, main
+from dse.cli import main
 from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.explore import explore
+from dse.session import build_evaluator
 from dse.spec import SpecError, parse_spec
 from dse.zoo import build
-from mappers.systolic import SystolicFoldMapper
+from hwmodels.systolic.pricing import sram_pj_per_byte
+from mappers.systolic.fold import SystolicFoldMapper
 from surrogates import features as feat
 from surrogates.dataset import WorkloadSpec, build_dataset, design_frame, stratified_points
 from surrogates.evaluate import accuracy
@@ -268,7 +270,7 @@ def test_sram_energy_vectorised_matches_the_catalog():
     kib = np.exp(np.random.default_rng(0).uniform(-1, 9, 300))
     tech = np.array(["asic-45nm", "asic-7nm", "asic-28nm"] * 100, dtype=object)
     expected = [get_tech(t).sram_energy_pj_per_byte(k) for t, k in zip(tech, kib)]
-    np.testing.assert_allclose(feat._sram_pj_per_byte(feat._codes(tech), kib), expected, rtol=1e-12)
+    np.testing.assert_allclose(sram_pj_per_byte(feat.label_codes(tech), kib), expected, rtol=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["gb", "rf"])

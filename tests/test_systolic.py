@@ -9,8 +9,9 @@ import pytest
 
 from dse.evaluate import PointEvaluator
 from dse.graph import GraphBuilder
-from hwmodels.systolic import SystolicModel, gemm_cost
-from mappers.systolic import SystolicFoldMapper, lower_op
+from hwmodels.systolic.cost import gemm_cost
+from hwmodels.systolic.model import SystolicModel
+from mappers.systolic.fold import SystolicFoldMapper, lower_op
 from templates.base import TemplateError
 from templates.systolic import SystolicTemplate
 
@@ -162,8 +163,8 @@ def test_gemm_cost_arrays_equals_gemm_cost_where_it_claims_to(dataflow: str, dra
     not mark approximate (os filters re-streamed over row folds are its expectation; os/ws under
     per_operand, SCALE-Sim USER's window walk, are always marked)."""
     from dse.zoo import build
-    from hwmodels.systolic import GemmShapes, gemm_cost_arrays
-    from mappers.systolic import ARRAY_KINDS, lower_op
+    from hwmodels.systolic.batch import GemmShapes, gemm_cost_arrays
+    from mappers.systolic.fold import ARRAY_KINDS, lower_op
 
     gemms = [
         lower_op(op) for model in ("resnet18", "mobilenet_v1") for op in build(model).ops if op.kind in ARRAY_KINDS

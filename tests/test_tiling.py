@@ -7,30 +7,30 @@ import pytest
 
 from dse.graph import GraphBuilder
 from mappers.base import MappingError
-from mappers.schedule_check import replay_operand
-from mappers.systolic import SystolicFoldMapper, lower_op
-from mappers.tiling import (
-    CYCLE_SLACK,
+from mappers.systolic.check import replay_operand
+from mappers.systolic.fold import SystolicFoldMapper, lower_op
+from mappers.systolic.nest import (
     ROLE_INPUT,
     ROLE_OUTPUT,
     ROLE_WEIGHT,
     UNIFIED_MEMORY,
-    CostModel,
+    build_units,
+    loop_nest,
+    target_of,
+)
+from mappers.systolic.objective import CostModel, mode_cost, mode_traffic
+from mappers.systolic.tiling import (
+    CYCLE_SLACK,
     _expand,
     _grid_cycles_cached,
     _grid_tables_cached,
     _nameless,
     _NestKey,
-    build_units,
     candidates_for,
     clear_candidate_cache,
     enumerate_candidates,
-    loop_nest,
-    mode_cost,
-    mode_traffic,
     residency_modes,
     staged_operands,
-    target_of,
     tile_values,
 )
 from templates.systolic import SystolicArch

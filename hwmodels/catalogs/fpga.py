@@ -31,6 +31,26 @@ UG579 = (
 UG479 = "AMD/Xilinx UG479 '7 Series DSP48E1 Slice User Guide': DSP48E1 has a 25 x 18 two's-complement multiplier"
 
 
+# Our metric -> its key in hls4ml's parsed C-synthesis report (``CSynthesisReport`` from
+# ``hls4ml.report.parse_vivado_report``): the one table of HLS-report names, for comparing predictions with
+# synthesis and for reading measured designs. The wa-hls4ml data set names its columns after the same keys with an
+# ``_hls`` suffix (:func:`wa_hls4ml_column`).
+HLS_REPORT_KEYS: dict[str, str] = {
+    "latency_cycles": "WorstLatency",
+    "ii_cycles": "IntervalMax",
+    "dsp": "DSP",
+    "lut": "LUT",
+    "ff": "FF",
+    "bram": "BRAM_18K",
+}
+HLS_REPORT_LEGACY_DSP_KEY = "DSP48E"  # older Vivado reports name the DSP count after the slice
+
+
+def wa_hls4ml_column(metric: str) -> str:
+    """The wa-hls4ml CSV column holding ``metric`` (``lut`` -> ``LUT_hls``)."""
+    return HLS_REPORT_KEYS[metric] + "_hls"
+
+
 class UnknownPartError(KeyError):
     """A part name that is not in the catalog; the message lists the known names."""
 

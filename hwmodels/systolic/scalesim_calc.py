@@ -34,17 +34,13 @@ import functools
 
 import numpy as np
 
-from mappers.systolic import LoweredGemm, folds, im2col_address, spatial_dims
+from hwmodels.systolic.compute import LoweredGemm, folds, im2col_address, spatial_dims
+from hwmodels.systolic.memory import epoch_words
 from templates.systolic import SystolicArch
 
-SETS_PER_BUFFER = 100  # SCALE-Sim tracks each read SRAM in 100 sets of floor(words/100) addresses
-ACTIVE_SETS = 50  # active_buf_frac = 0.5: the window moves on after 50 completed sets
+# E = epoch_words(words): SCALE-Sim tracks each read SRAM in 100 sets of floor(words/100) addresses and
+# (active_buf_frac = 0.5) moves the window on after 50 completed sets; 0 when sets never complete.
 _SCAN_CHUNK = 1 << 16
-
-
-def epoch_words(sram_words: int) -> int:
-    """E: distinct addresses recorded between two epoch boundaries (0: sets never complete)."""
-    return ACTIVE_SETS * (sram_words // SETS_PER_BUFFER)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -1,4 +1,7 @@
-"""Analytical resource and latency model of hls4ml-style FPGA designs: DSP, LUT, FF, BRAM, latency, interval.
+"""Resource and cycle costs of hls4ml-style FPGA engines: DSP, LUT, FF, BRAM, latency, interval.
+
+What the fpga_dataflow mapper queries and ``hwmodels.fpga.model`` sums into a design's metrics. The plan types
+the mapper fills in (``LayerShape``, ``ComputePlan``, ``EnginePlan``) live here so both read the same data.
 
 Per compute layer engine (the mapper fixed its legal ReuseFactor, multiplier count and cycles):
 
@@ -23,14 +26,21 @@ reference data shows), the latency itself.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-from hwmodels.base import LayerMetrics, Metrics
-from hwmodels.catalogs.fpga import FpgaPart, get_part
+from dse.graph import Graph, Op, OpKind
+from hwmodels.catalogs.fpga import FpgaPart
 from hwmodels.catalogs.tech import Sourced
-from mappers.base import Mapping
-from mappers.fpga import ComputePlan, EnginePlan, describe, stream_positions
-from templates.fpga_dataflow import FpgaArch
+from templates.fpga_dataflow import FpgaArch, LayerKnobs
+
+# Cycles a layer adds beyond its RF-paced loop. Resource: calibrated on wa-hls4ml (see module docstring);
+# Latency: the multiply and the accumulate register of hls4ml's dense_latency (not validated: no latency-strategy
+# rows in the reference data).
+RESOURCE_LAYER_OVERHEAD = 1
+LATENCY_LAYER_OVERHEAD = 2
+# hls4ml's softmax: exp table lookup, adder tree over the row, inverse lookup, multiply (Vivado nnet_activation.h).
+SOFTMAX_BASE_CYCLES = 3
 
 WA = "wa-hls4ml Vivado HLS 2023.2 results (arXiv 2511.05615), calibration half of ../shared/data/wa-hls4ml"
 ESTIMATE = "engineering estimate (not validated against synthesis)"
@@ -82,6 +92,51 @@ FIFO_SRL_MAX_DEPTH = Sourced(32.0, "words", "AMD UG901: SRL-based FIFOs up to 32
 BRAM18_SHAPES = ((1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512))  # UG573 RAMB18E2 aspect ratios
 
 
+# ---------------------------------------------------------------------------------------------------
+# What the mapper decides per layer (the cost functions below read it)
+# ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LayerShape:
+    """The geometry hls4ml's templates see: matrix sizes of the layer's dense kernel and its output positions."""
+
+    n_in: int  # inputs of one output (Dense: in features; Conv2D: C*R*S)
+    n_out: int  # outputs per position (Dense: out features; Conv2D: filters)
+    positions: int  # output positions per sample (Dense: rows M; Conv2D: P*Q)
+    in_height: int = 1
+    in_width: int = 1
+    in_channels: int = 0
+    kernel: tuple[int, int] = (1, 1)
+
+
+@dataclass(frozen=True)
+class ComputePlan:
+    """What the mapper decided for one compute layer."""
+
+    index: int
+    op: str
+    kind: str  # dense | conv
+    shape: LayerShape
+    knobs: LayerKnobs
+    requested_reuse: int
+    reuse_factor: int  # legal value actually used (own engine)
+    mults: int  # multipliers of its own engine
+    engine: str  # "own" | "shared"
+    cycles: int  # per-sample latency of the layer on the engine it runs on
+    interval: int  # per-sample initiation interval of the layer on its engine
+
+
+@dataclass
+class EnginePlan:
+    """The shared (sequential) engine, when any layer runs on it."""
+
+    members: list[str] = field(default_factory=list)
+    mults: int = 0
+    occupancy: int = 0  # cycles per sample the engine is busy (its members run one after another)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Resources of one engine
+# ---------------------------------------------------------------------------------------------------
 def bram18_blocks(depth: int, width: int) -> int:
     """18 Kb blocks for a depth x width memory, using the best RAMB18 aspect ratio (AMD UG573)."""
     if depth <= 0 or width <= 0:
@@ -172,113 +227,12 @@ def engine_resources(
     )
 
 
-class FpgaDataflowModel:
-    """Metrics of an hls4ml-style design from the mapper's per-layer plans."""
-
-    name = "fpga_dataflow"
-
-    def evaluate(self, mapping: Mapping, arch: FpgaArch) -> Metrics:
-        part = get_part(arch.part)
-        graph = mapping.graph
-        engine: EnginePlan = mapping.solver["engine"]
-        layers: list[LayerMetrics] = []
-        totals = {"dsp": 0.0, "lut": 0.0, "ff": 0.0, "bram": 0.0}
-        latency = MODEL_OVERHEAD_CYCLES.value
-        stages: list[float] = []
-        resource_layers = False
-        data_bits = arch.precision.width
-        shared_plans: list[ComputePlan] = []
-        for op in graph.ops:
-            om = mapping.ops[op.name]
-            plan: ComputePlan | None = om.extra.get("plan")
-            res = EngineResources(0.0, 0.0, 0.0, 0.0)
-            if plan is not None:
-                cycles, interval = plan.cycles, plan.interval
-                if plan.engine == "own":
-                    res = engine_resources(
-                        plan.shape.n_in,
-                        plan.shape.n_out,
-                        plan.mults,
-                        plan.reuse_factor,
-                        plan.knobs.weight.width,
-                        data_bits,
-                        plan.knobs.accum.width,
-                        plan.knobs.strategy,
-                        part,
-                    )
-                    stages.append(interval)
-                    resource_layers |= plan.knobs.strategy == "resource"
-                else:
-                    shared_plans.append(plan)
-                    resource_layers |= plan.knobs.strategy == "resource"
-                res = _add(res, _stream_buffers(op, graph, arch, plan.knobs.result.width, plan))
-                data_bits = plan.knobs.result.width
-                extra = {**describe(plan), **res.__dict__}
-            else:
-                cycles, interval = om.extra["cycles"], om.extra["interval"]
-                res = _add(_aux_resources(op, graph, arch, data_bits), _stream_buffers(op, graph, arch, data_bits))
-                stages.append(interval)
-                extra = {"layer_index": om.extra["group"], **res.__dict__}
-            latency += cycles
-            for k in totals:
-                totals[k] += getattr(res, k)
-            layers.append(
-                LayerMetrics(
-                    layer=op.name,
-                    kind=op.kind.value,
-                    cycles=float(cycles),
-                    compute_cycles=float(interval),
-                    stall_cycles=0.0,
-                    macs=op.macs,
-                    utilization=1.0,
-                    dram_read_bytes=0.0,
-                    dram_write_bytes=0.0,
-                    extra=extra,
-                )
-            )
-        if shared_plans:
-            shared = _shared_engine_resources(shared_plans, engine, arch, part)
-            for k in totals:
-                totals[k] += getattr(shared, k)
-            stages.append(engine.occupancy)
-        pipelined = arch.io_type == "io_stream" or not resource_layers
-        interval = max(stages) if pipelined else latency
-        samples = _samples(graph)
-        latency_cycles = latency + (samples - 1) * interval
-        capacity = part.capacity()
-        utils = {f"{k}_util": totals[k] / capacity[k] if capacity[k] else math.inf for k in totals}
-        values = {
-            **totals,
-            "latency_cycles": latency_cycles,
-            "ii_cycles": interval,
-            "latency_ms": latency_cycles * arch.clock_period_ns * 1e-6,
-            "throughput_ips": 1e9 / (interval * arch.clock_period_ns) * samples,
-            **utils,
-            "fpga_util": max(utils.values()),
-        }
-        notes = list(mapping.solver.get("notes", []))
-        return Metrics(
-            values=values,
-            layers=layers,
-            info={
-                "exact": True,
-                "part": part.hls_part,
-                "notes": notes,
-                "shared_engine": {"members": engine.members, "mults": engine.mults, "occupancy": engine.occupancy},
-            },
-        )
-
-
-def _add(a: EngineResources, b: EngineResources) -> EngineResources:
+def add_resources(a: EngineResources, b: EngineResources) -> EngineResources:
+    """The two engines' resources together."""
     return EngineResources(a.dsp + b.dsp, a.lut + b.lut, a.ff + b.ff, a.bram + b.bram)
 
 
-def _samples(graph) -> int:
-    batch = graph.meta.get("batch", 1)
-    return int(batch) if isinstance(batch, int) and batch > 0 else 1
-
-
-def _aux_resources(op, graph, arch: FpgaArch, data_bits: int) -> EngineResources:
+def aux_resources(op: Op, graph: Graph, arch: FpgaArch, data_bits: int) -> EngineResources:
     """Activation, pooling and softmax ops: parallel over the tensor (io_parallel) or one pixel (io_stream)."""
     shape = graph.tensors[op.outputs[0]].shape
     numel = math.prod(shape)
@@ -295,7 +249,9 @@ def _aux_resources(op, graph, arch: FpgaArch, data_bits: int) -> EngineResources
     return EngineResources(0.0, ACTIVATION_LUT_PER_BIT.value * bits, ACTIVATION_FF_PER_BIT.value * bits, 0.0)
 
 
-def _stream_buffers(op, graph, arch: FpgaArch, data_bits: int, plan: ComputePlan | None = None) -> EngineResources:
+def stream_buffers(
+    op: Op, graph: Graph, arch: FpgaArch, data_bits: int, plan: ComputePlan | None = None
+) -> EngineResources:
     """io_stream only: the output FIFO (depth = pixels, as hls4ml sizes it) and a conv's line buffer."""
     if arch.io_type != "io_stream":
         return EngineResources(0.0, 0.0, 0.0, 0.0)
@@ -313,7 +269,9 @@ def _stream_buffers(op, graph, arch: FpgaArch, data_bits: int, plan: ComputePlan
     return EngineResources(0.0, lut, 0.0, bram)
 
 
-def _shared_engine_resources(plans: list[ComputePlan], engine: EnginePlan, arch: FpgaArch, part: FpgaPart):
+def shared_engine_resources(
+    plans: list[ComputePlan], engine: EnginePlan, arch: FpgaArch, part: FpgaPart
+) -> EngineResources:
     """One engine sized for the largest member, holding every member's weights, plus operand muxes."""
     n_in = max(p.shape.n_in for p in plans)
     n_out = max(p.shape.n_out for p in plans)
@@ -333,3 +291,60 @@ def _shared_engine_resources(plans: list[ComputePlan], engine: EnginePlan, arch:
         if strategy == "resource" and not weights_in_bram(engine.mults, member_rf, w, strategy):
             lut += LUT_COEFFICIENTS["rom_bits"] * p.shape.n_in * p.shape.n_out * w
     return EngineResources(core.dsp, lut, core.ff, max(bram, 0.0))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Per-sample cycles of one engine
+# ---------------------------------------------------------------------------------------------------
+def compute_cycles(shape: LayerShape, reuse_factor: int, strategy: str, io_type: str, kind: str) -> tuple[int, int]:
+    """(latency, interval) per sample of one layer engine running at ``reuse_factor`` cycles per output position."""
+    overhead = RESOURCE_LAYER_OVERHEAD if strategy == "resource" else LATENCY_LAYER_OVERHEAD
+    busy = reuse_factor * shape.positions
+    if kind == "conv" and io_type == "io_stream":
+        busy = max(busy, shape.in_height * shape.in_width)
+    return busy + overhead, busy
+
+
+def aux_cycles(op: Op, io_type: str, graph: Graph) -> tuple[int, int]:
+    """(latency, interval) per sample of an activation, pooling or softmax op."""
+    d = op.dims
+    if op.kind is OpKind.SOFTMAX:
+        lat = SOFTMAX_BASE_CYCLES + max(1, math.ceil(math.log2(d["L"])))
+        return (lat, 1) if io_type == "io_parallel" else (lat + d["R"], d["R"])
+    if op.kind is OpKind.POOL:
+        if io_type == "io_parallel":
+            return 1 + max(1, math.ceil(math.log2(d["R"] * d["S"]))), 1
+        pixels = d["H"] * d["W"] * d["N"]
+        return pixels + 1, pixels
+    positions = stream_positions(graph.tensors[op.outputs[0]].shape)
+    return (1, 1) if io_type == "io_parallel" else (positions, positions)
+
+
+def stream_positions(shape: tuple[int, ...]) -> int:
+    """How many stream words an io_stream tensor takes: pixels of an NCHW map, rows of a [..., D] tensor."""
+    if len(shape) == 4:
+        return shape[0] * shape[2] * shape[3]
+    return math.prod(shape[:-1]) if len(shape) > 1 else 1
+
+
+def shared_cycles(plan: ComputePlan, engine_mults: int, io_type: str) -> tuple[int, int]:
+    """(latency, interval) of a layer on a shared engine of ``engine_mults`` multipliers."""
+    effective_rf = math.ceil(plan.shape.n_in * plan.shape.n_out / engine_mults)
+    return compute_cycles(plan.shape, effective_rf, plan.knobs.strategy, io_type, plan.kind)
+
+
+def describe(plan: ComputePlan) -> dict[str, Any]:
+    """Flat per-layer facts for reports and exports."""
+    return {
+        "layer_index": plan.index,
+        "reuse_factor": plan.reuse_factor,
+        "requested_reuse_factor": plan.requested_reuse,
+        "strategy": plan.knobs.strategy,
+        "engine": plan.engine,
+        "mults": plan.mults,
+        "n_in": plan.shape.n_in,
+        "n_out": plan.shape.n_out,
+        "weight_type": plan.knobs.weight.hls(),
+        "result_type": plan.knobs.result.hls(),
+        "accum_type": plan.knobs.accum.hls(),
+    }

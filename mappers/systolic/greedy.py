@@ -13,16 +13,10 @@ import numpy as np
 
 from dse.graph import Graph
 from mappers.base import Mapping, MappingError
-from mappers.tiling import (
-    OBJECTIVES,
-    Problem,
-    Schedule,
-    build_problem,
-    larger_memory_hint,
-    schedule_score,
-    to_mapping,
-)
-from templates.base import Arch
+from mappers.systolic.nest import larger_memory_hint
+from mappers.systolic.objective import OBJECTIVES
+from mappers.systolic.problem import Problem, Schedule, build_problem, schedule_score, to_mapping
+from templates.systolic import SystolicArch
 
 
 def greedy_schedule(problem: Problem) -> Schedule:
@@ -69,6 +63,6 @@ class GreedyMapper:
         if self.objective not in OBJECTIVES:
             raise MappingError(f"unknown objective {self.objective!r}; allowed: {', '.join(OBJECTIVES)}")
 
-    def map(self, graph: Graph, arch: Arch) -> Mapping:
+    def map(self, graph: Graph, arch: SystolicArch) -> Mapping:
         problem = build_problem(graph, arch, self.objective)
         return to_mapping(problem, greedy_schedule(problem), self.name)

@@ -1,15 +1,8 @@
 """The RDU performance, energy and area model: a section plan on an RduArch -> Metrics.
 
-Latency, energy and traffic come from ``mappers.rdu.plan_cost`` (the function the CP-SAT model linearises),
-so the mapper's objective and the reported metrics agree exactly. Energy: every FLOP at the technology
-catalog's MAC price (a MAC = 2 FLOPs), every byte at its tier's price (PMU SRAM by PMU size, HBM/DDR per
-bit from the DRAM table), plus leakage of the whole die over the latency.
-
-Area: Plasticine's published per-tile areas at 28 nm (``hwmodels.catalogs.rdu``), a PCU scaled by its
-lanes x stages over Plasticine's 16 x 6, a PMU split into its SRAM (re-sized with the catalog's bitcell
-area) and the rest, the rest of the die (switches, address generators) as Plasticine's per-tile share,
-and all logic carried to the target node with the catalog's area scaling. The SSM extension adds SSM-RDU's
-< 1 % (taken as 1 %).
+Latency, energy and traffic come from ``hwmodels.rdu.cost.plan_cost`` (the function the CP-SAT model
+linearises), so the mapper's objective and the reported metrics agree exactly; energy prices and area are
+``hwmodels.rdu.cost``'s (see its docstring).
 """
 
 from __future__ import annotations
@@ -17,51 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from hwmodels.base import LayerMetrics, Metrics
-from hwmodels.catalogs.rdu import (
-    PLASTICINE_NODE,
-    PLASTICINE_PCU_AREA_MM2,
-    PLASTICINE_PCU_LANES_X_STAGES,
-    PLASTICINE_PMU_AREA_MM2,
-    PLASTICINE_PMU_KIB,
-    PLASTICINE_TILES,
-    PLASTICINE_TOTAL_AREA_MM2,
-    SSM_EXTENSION_AREA_FRACTION,
-)
-from hwmodels.catalogs.tech import get_tech
+from hwmodels.rdu.cost import plan_cost, rdu_area_mm2
 from mappers.base import Mapping
-from mappers.rdu import build_problem, plan_cost
-from templates.rdu import PRECISION_BITS, RduArch
-
-
-def compute_pj_per_flop(arch: RduArch) -> float:
-    """Half a MAC at the arch's precision and node (bf16 priced as fp16)."""
-    tech = get_tech(arch.tech)
-    bits = PRECISION_BITS[arch.precision]
-    if arch.precision in ("fp16", "bf16"):
-        return tech.mac_energy_pj(16, "fp") / 2
-    if arch.precision == "fp32":
-        return tech.mac_energy_pj(32, "fp") / 2
-    return tech.mac_energy_pj(min(bits, 16), "int") / 2
-
-
-def rdu_area_mm2(arch: RduArch) -> dict[str, float]:
-    """Area by component (mm^2) and ``total``, from Plasticine's 28 nm breakdown scaled to ``arch``."""
-    base, tech = get_tech(PLASTICINE_NODE), get_tech(arch.tech)
-    logic_scale = tech.area_scale.value / base.area_scale.value
-    pcu = PLASTICINE_PCU_AREA_MM2.value * (arch.pcu_lanes * arch.pcu_stages / PLASTICINE_PCU_LANES_X_STAGES)
-    pmu_logic = PLASTICINE_PMU_AREA_MM2.value - base.sram_area_mm2(PLASTICINE_PMU_KIB)
-    tiles = PLASTICINE_TILES * (PLASTICINE_PCU_AREA_MM2.value + PLASTICINE_PMU_AREA_MM2.value)
-    other = (PLASTICINE_TOTAL_AREA_MM2.value - tiles) / PLASTICINE_TILES  # switches, address generators, per tile
-    parts = {
-        "pcu": arch.pcus * pcu * logic_scale,
-        "pmu_sram": arch.pmus * tech.sram_area_mm2(arch.pmu_kib),
-        "pmu_logic": arch.pmus * pmu_logic * logic_scale,
-        "interconnect": max(arch.pcus, arch.pmus) * other * logic_scale,
-    }
-    if arch.ssm_ext:
-        parts["ssm_ext"] = SSM_EXTENSION_AREA_FRACTION.value * (parts["pcu"] + parts["pmu_sram"] + parts["pmu_logic"])
-    parts["total"] = sum(parts.values())
-    return parts
+from mappers.rdu.problem import build_problem
+from templates.rdu import RduArch
 
 
 class RduModel:
@@ -69,7 +21,7 @@ class RduModel:
 
     name = "rdu_sections"
 
-    def evaluate(self, mapping: Mapping, arch: RduArch) -> Metrics:  # type: ignore[override]
+    def evaluate(self, mapping: Mapping, arch: RduArch) -> Metrics:
         problem = build_problem(mapping.graph, arch, mapping.solver.get("objective_name", "latency"))
         plan = mapping.solver["plan"]
         cost = plan_cost(problem, plan)

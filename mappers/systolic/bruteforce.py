@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from dse.graph import Graph
 from mappers.base import Mapping, MappingError
-from mappers.tiling import Problem, Schedule, build_problem, schedule_score, to_mapping
-from templates.base import Arch
+from mappers.systolic.problem import Problem, Schedule, build_problem, schedule_score, to_mapping
+from templates.systolic import SystolicArch
 
 MAX_UNITS = 8
 MAX_ELIGIBLE = 10
@@ -206,6 +206,6 @@ class BruteForceMapper:
     name: str = "bruteforce"
     objective: str = "dram"
 
-    def map(self, graph: Graph, arch: Arch) -> Mapping:
+    def map(self, graph: Graph, arch: SystolicArch) -> Mapping:
         problem = build_problem(graph, arch, self.objective)
         return to_mapping(problem, brute_force_schedule(problem), self.name)

@@ -24,7 +24,7 @@ import numpy as np
 
 from dse.graph import Graph
 from mappers.base import Mapping
-from mappers.tiling import ROLE_OUTPUT, ROLE_WEIGHT, LoopNest, Operand, Unit, loop_nest, target_of
+from mappers.systolic.nest import ROLE_OUTPUT, ROLE_WEIGHT, LoopNest, Operand, Unit, loop_nest, target_of
 
 # Replays longer than this many tile steps are refused (no schedule the tiler emits comes close).
 MAX_REPLAY_STEPS = 4_000_000

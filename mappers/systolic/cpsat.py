@@ -2,7 +2,7 @@
 
 One OR-Tools CP-SAT model over the whole graph (any DAG: residual adds, concatenations, attention):
 
-* ``x[u, c]`` — exactly one tile candidate ``c`` (``mappers.tiling``) per unit ``u``;
+* ``x[u, c]`` — exactly one tile candidate ``c`` (``mappers.systolic.tiling``) per unit ``u``;
 * ``pos[u]`` — the unit's slot in the execution order, all different, after its producers (domains
   cut to [ancestors, n - 1 - descendants], so a chain has no freedom left to search);
 * ``r[t]`` — tensor ``t`` stays resident in the resident scratchpad (the ifmap SRAM of a split
@@ -35,18 +35,11 @@ from ortools.sat.python import cp_model
 
 from dse.graph import Graph
 from mappers.base import Mapping, MappingError
-from mappers.greedy import greedy_schedule
-from mappers.tiling import (
-    OBJECTIVES,
-    Problem,
-    Schedule,
-    build_problem,
-    mode_traffic,
-    schedule_score,
-    to_mapping,
-    topological_bounds,
-)
-from templates.base import Arch
+from mappers.systolic.greedy import greedy_schedule
+from mappers.systolic.objective import OBJECTIVES, mode_traffic
+from mappers.systolic.problem import Problem, Schedule, build_problem, schedule_score, to_mapping, topological_bounds
+from mappers.systolic.tiling import pareto_front
+from templates.systolic import SystolicArch
 
 _SCHEDULE_CACHE_SIZE = 256
 _schedule_cache: OrderedDict[tuple, Schedule] = OrderedDict()
@@ -66,7 +59,7 @@ class CpSatMapper:
         if self.objective not in OBJECTIVES:
             raise MappingError(f"unknown objective {self.objective!r}; allowed: {', '.join(OBJECTIVES)}")
 
-    def map(self, graph: Graph, arch: Arch) -> Mapping:
+    def map(self, graph: Graph, arch: SystolicArch) -> Mapping:
         problem = build_problem(graph, arch, self.objective)
         key = (graph_fingerprint(graph), problem.target, problem.model, self.time_limit_s, self.workers)
         schedule = _schedule_cache.get(key) if self.use_cache else None
@@ -327,7 +320,7 @@ class _SlotModel:
                 flags = tuple(chosen.get(j, False) for j in range(len(tensors)))
                 cost = cands.costs(problem.target, problem.model, flags, problem.output_write_bytes(u))
                 staged = cands.staging(problem.target, flags)
-                for c in _front(staged, cost):
+                for c in pareto_front(staged, cost):
                     if staged[c] > cap:
                         continue
                     lit = m.NewBoolVar(f"y{u}_{len(options)}")
@@ -474,15 +467,6 @@ class _SlotModel:
         order = sorted(pos, key=pos.get)
         resident = frozenset(t for t, var in self.res.items() if solver.Value(var))
         return Schedule(order, choice, resident, {}, {}, score=schedule_score(p, order, choice, resident))
-
-
-def _front(size: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """Candidate indices on the (staging, score) Pareto front of one residency mode."""
-    order = np.lexsort((cost, size))
-    best = np.minimum.accumulate(cost[order])
-    keep = np.ones(len(order), dtype=bool)
-    keep[1:] = cost[order][1:] < best[:-1]
-    return order[keep]
 
 
 def _worst_unit(problem: Problem) -> str | None:

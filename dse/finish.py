@@ -1,0 +1,177 @@
+"""From the store to a run directory's files: annotated points, Pareto front, hypervolume, report.
+
+The one caller of the GPU comparison and the report: ``explore`` ends here, and ``dse report``
+regenerates the same files from the store alone, so a regenerated report is the one a run writes.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from dse.compare import Comparison, compare_run, write_comparison
+from dse.errors import UserError
+from dse.objectives import Constraint, Objective
+from dse.pareto import feasible_mask, front_mask, hypervolume_history, objective_matrix
+from dse.report import write_report
+from dse.space import DesignSpace
+from dse.spec import Spec
+from dse.store import Store
+
+
+@dataclass(frozen=True)
+class SweepCounts:
+    """What a sweep did, for the run's notes."""
+
+    strategy: str
+    budget: int
+    evaluated: int
+    reused: int
+    failed: int
+
+
+def finish_run(
+    out_dir: Path,
+    spec: Spec,
+    store: Store,
+    space: DesignSpace,
+    notes: list[str],
+    counts: SweepCounts | None = None,
+) -> tuple[Path | None, pd.DataFrame, pd.DataFrame, list[str]]:
+    """From the store to the run directory's files: annotated points, front, hypervolume, report.
+
+    Shared by ``explore`` and ``dse report`` so a regenerated report is the one a run writes.
+    """
+    objectives = list(spec.objective_list())
+    constraints = list(spec.constraint_list())
+    fingerprint = spec.evaluation_fingerprint()
+    free_names = [dim.name for dim in space.free]
+    param_names = free_names + [name for name in space.fixed if name not in free_names]
+    points, outside = _points_in_space(store, fingerprint, param_names, space)
+    points = annotate(points, objectives, constraints)
+    layers = {pid: store.layers_frame(pid) for pid in points.loc[points["pareto"], "point_id"]}
+    pareto = pareto_frame(points, objectives)
+    history = hypervolume_history(points, objectives, constraints)
+    if counts is not None:
+        notes = notes + run_notes(points, counts)
+    if outside:
+        notes.append(f"{outside} stored point(s) of earlier runs in this directory lie outside this spec's space")
+    write_outputs(out_dir, spec, points, pareto, history)
+    comparison = None
+    if spec.baselines:
+        try:
+            comparison = compare_run(spec, pareto, layers, param_names=free_names)
+            write_comparison(out_dir, comparison)
+        except UserError as err:
+            notes.append(f"GPU comparison not written: {err}")
+    report = _write_report(
+        out_dir, spec, points, objectives, constraints, free_names, layers, history, notes, comparison
+    )
+    return report, points, pareto, notes
+
+
+def annotate(frame: pd.DataFrame, objectives: Sequence[Objective], constraints: Sequence[Constraint]) -> pd.DataFrame:
+    """Add ``feasible`` (ok and every constraint met) and ``pareto`` (feasible and non-dominated) columns."""
+    frame = frame.copy()
+    frame["feasible"] = feasible_mask(frame, constraints)
+    frame["pareto"] = front_mask(frame, objectives, constraints) if objectives else False
+    return frame
+
+
+def _points_in_space(
+    store: Store, fingerprint: str, param_names: list[str], space: DesignSpace
+) -> tuple[pd.DataFrame, int]:
+    """Stored points of this evaluation that lie in the spec's space (a directory may hold earlier, wider runs)."""
+    frame = store.points_frame(fingerprint, param_names)
+    inside = {r.point_id for r in store.records(fingerprint) if space.contains(r.params)}
+    keep = frame["point_id"].isin(inside)
+    return frame[keep].reset_index(drop=True), int((~keep).sum())
+
+
+def pareto_frame(points: pd.DataFrame, objectives: Sequence[Objective]) -> pd.DataFrame:
+    """The Pareto-optimal rows, best first on the first objective."""
+    front = points[points["pareto"]]
+    if objectives and not front.empty:
+        order = np.argsort(objective_matrix(front, objectives[:1])[:, 0], kind="stable")
+        front = front.iloc[order]
+    return front.reset_index(drop=True)
+
+
+def spec_yaml_text(spec: Spec) -> str:
+    """The spec as the user wrote it when it came from a file, else its dict form as YAML."""
+    path = spec.path
+    if path is not None and Path(path).is_file():
+        return Path(path).read_text()
+    return yaml.safe_dump(spec.to_dict(), sort_keys=False)
+
+
+def write_outputs(out_dir: Path, spec: Spec, points: pd.DataFrame, pareto: pd.DataFrame, history: pd.DataFrame) -> None:
+    """points.parquet, points.csv, pareto.csv, hypervolume.csv and spec.yaml."""
+    parquet_safe(points).to_parquet(out_dir / "points.parquet", index=False)
+    points.to_csv(out_dir / "points.csv", index=False)
+    pareto.to_csv(out_dir / "pareto.csv", index=False)
+    history.to_csv(out_dir / "hypervolume.csv", index=False)
+    target = out_dir / "spec.yaml"
+    source = spec.path
+    if source is not None and Path(source).is_file():
+        if Path(source).resolve() != target.resolve():
+            shutil.copyfile(source, target)
+    else:
+        target.write_text(spec_yaml_text(spec))
+
+
+def parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Arrow needs one type per column: a param mixing numbers and strings (e.g. [16, auto]) becomes text."""
+    out = frame.copy()
+    for column in [c for c in out.columns if pd.api.types.is_object_dtype(out[c])]:
+        kinds = {type(v) for v in out[column] if v is not None and not (isinstance(v, float) and np.isnan(v))}
+        if len(kinds) > 1:
+            out[column] = out[column].map(lambda v: None if v is None else str(v))
+    return out
+
+
+def run_notes(points: pd.DataFrame, counts: SweepCounts) -> list[str]:
+    """The report's lines on what this run did and why points failed."""
+    notes = [
+        f"strategy {counts.strategy}, budget {counts.budget}: {counts.evaluated} evaluated in this run, "
+        f"{counts.reused} answered from the store, {counts.failed} failed"
+    ]
+    failed = points[points["status"] == "failed"]
+    if not failed.empty:
+        reasons = failed["reason"].fillna("").str.split(":").str[0].value_counts()
+        notes.append("failures by type: " + ", ".join(f"{name} x{count}" for name, count in reasons.items()))
+    if not points.empty and not points["feasible"].any():
+        notes.append("no evaluated point satisfies every constraint; the Pareto front is empty")
+    return notes
+
+
+def _write_report(
+    out_dir: Path,
+    spec: Spec,
+    points: pd.DataFrame,
+    objectives: Sequence[Objective],
+    constraints: Sequence[Constraint],
+    param_names: list[str],
+    layers: Mapping[str, pd.DataFrame],
+    history: pd.DataFrame,
+    notes: list[str],
+    comparison: Comparison | None = None,
+) -> Path:
+    return write_report(
+        out_dir / "report.html",
+        points,
+        title=spec.name,
+        objectives=objectives,
+        constraints=constraints,
+        param_names=param_names,
+        layers=layers,
+        hypervolume=history,
+        notes=notes,
+        comparison=comparison,
+    )

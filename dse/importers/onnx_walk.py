@@ -1,0 +1,205 @@
+"""The walk over an ONNX graph: its values (activations vs constants) and the helpers every op converter uses.
+
+Constants (initializers and Constant nodes) never become activations: an op that mixes an activation
+with a constant reads only the activation, and the constant becomes one of its weights. Every shape the
+importer derives is checked against ONNX's shape inference when a value is bound.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dse.graph import GraphBuilder, GraphError, OpKind
+
+if TYPE_CHECKING:
+    import onnx
+
+
+@dataclass(frozen=True)
+class Activation:
+    """An ONNX value computed at run time: the IR tensor that holds it and its shape as ONNX sees it."""
+
+    tensor: str
+    shape: tuple[int, ...]
+
+
+@dataclass
+class Constant:
+    """An ONNX value known before run time (initializer, Constant node or folded from them)."""
+
+    name: str
+    shape: tuple[int, ...]
+    proto: onnx.TensorProto | None = None
+    array: np.ndarray | None = None
+
+    def value(self) -> np.ndarray | None:
+        if self.array is None and self.proto is not None:
+            from onnx import numpy_helper
+
+            self.array = numpy_helper.to_array(self.proto)
+        return self.array
+
+
+Value = Activation | Constant
+
+
+def shape_of(value_info: onnx.ValueInfoProto) -> tuple[int, ...] | None:
+    tensor_type = value_info.type.tensor_type
+    if not tensor_type.HasField("shape"):
+        return None
+    dims = []
+    for dim in tensor_type.shape.dim:
+        if not dim.HasField("dim_value") or dim.dim_value <= 0:
+            return None
+        dims.append(int(dim.dim_value))
+    return tuple(dims)
+
+
+def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+
+
+def normalize_axis(axis: int, rank: int) -> int:
+    return axis + rank if axis < 0 else axis
+
+
+@dataclass
+class GraphWalk:
+    """The state of one import: the values by ONNX name, the shapes ONNX inferred and the graph being built."""
+
+    path: Path
+    model: onnx.ModelProto
+    elem_bytes: int
+    values: dict[str, Value] = field(default_factory=dict)
+    inferred: dict[str, tuple[int, ...] | None] = field(default_factory=dict)
+    folded_batchnorm: dict[str, str] = field(default_factory=dict)
+    batch: int = 1
+    opset: int = 0
+    _node_name: str = ""
+
+    def __post_init__(self) -> None:
+        self.builder = GraphBuilder(self.path.stem, elem_bytes=self.elem_bytes)
+        self.opset = next((o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")), 0)
+        graph = self.model.graph
+        for info in (*graph.input, *graph.value_info, *graph.output):
+            self.inferred[info.name] = shape_of(info)
+
+    # -- value helpers -------------------------------------------------------
+    def _error(self, name: str, node: onnx.NodeProto, message: str) -> GraphError:
+        return GraphError(f"{self.path}: node {name!r} ({node.op_type}): {message}", node=name)
+
+    def _input(self, node: onnx.NodeProto, index: int) -> Value | None:
+        if index >= len(node.input) or not node.input[index]:
+            return None
+        return self._value(node, node.input[index])
+
+    def _value(self, node: onnx.NodeProto, tensor_name: str) -> Value:
+        if tensor_name not in self.values:
+            raise self._error(
+                self._node_name, node, f"reads {tensor_name!r}, which no supported node or initializer produces"
+            )
+        return self.values[tensor_name]
+
+    def _present_inputs(self, node: onnx.NodeProto) -> list[Value]:
+        return [self._value(node, n) for n in node.input if n]
+
+    def _activation(self, node: onnx.NodeProto, name: str, index: int = 0) -> Activation:
+        value = self._input(node, index)
+        if not isinstance(value, Activation):
+            raise self._error(name, node, f"input {index} must be a computed tensor, but it is a constant")
+        return value
+
+    def _constant(self, node: onnx.NodeProto, name: str, index: int, what: str) -> Constant:
+        value = self._input(node, index)
+        if not isinstance(value, Constant):
+            raise self._error(name, node, f"the {what} (input {index}) must be an initializer or a constant")
+        return value
+
+    def _constant_ints(self, node: onnx.NodeProto, name: str, index: int, what: str) -> list[int] | None:
+        value = self._input(node, index)
+        if value is None:
+            return None
+        if not isinstance(value, Constant) or value.value() is None:
+            raise self._error(name, node, f"the {what} (input {index}) must be a constant known at import time")
+        return [int(v) for v in np.asarray(value.value()).reshape(-1)]
+
+    def _use(self, value: Activation) -> str:
+        """The IR tensor name, with its shape set to how this op sees it (views only rename shapes)."""
+        if self.builder.shape(value.tensor) != value.shape:
+            self.builder.reshape(value.tensor, value.shape)
+        return value.tensor
+
+    def _bind(self, node: onnx.NodeProto, name: str, value: Value, output: int = 0) -> None:
+        out_name = node.output[output]
+        expected = self.inferred.get(out_name)
+        if expected is not None and expected != value.shape:
+            raise self._error(
+                name,
+                node,
+                f"the importer derived shape {value.shape} for output {out_name!r} but ONNX shape inference "
+                f"gives {expected}; this use of {node.op_type} is not supported",
+            )
+        self.values[out_name] = value
+
+    def _bind_op(self, node: onnx.NodeProto, name: str, tensor: str) -> None:
+        self._bind(node, name, Activation(tensor, self.builder.shape(tensor)))
+
+    def _view(self, node: onnx.NodeProto, name: str, source: Activation, shape: tuple[int, ...]) -> None:
+        if math.prod(shape) != math.prod(source.shape):
+            raise self._error(name, node, f"cannot view shape {source.shape} as {shape}")
+        self._bind(node, name, Activation(source.tensor, tuple(int(d) for d in shape)))
+
+    def _attrs(self, node: onnx.NodeProto) -> dict[str, Any]:
+        from onnx import helper
+
+        return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+    def _all_constant(self, node: onnx.NodeProto) -> bool:
+        present = self._present_inputs(node)
+        return bool(present) and all(isinstance(v, Constant) for v in present)
+
+    def _fold(self, node: onnx.NodeProto, name: str, compute: Callable[[list[np.ndarray]], np.ndarray] | None) -> None:
+        """Evaluate a node whose inputs are all constants; its output stays a constant."""
+        arrays = [v.value() for v in self._present_inputs(node) if isinstance(v, Constant)]
+        array = None
+        if compute is not None and all(a is not None for a in arrays):
+            array = np.asarray(compute(arrays))  # type: ignore[arg-type]
+        shape = tuple(array.shape) if array is not None else self.inferred.get(node.output[0])
+        if shape is None:
+            raise self._error(name, node, "cannot work out the shape of this constant expression")
+        self.values[node.output[0]] = Constant(node.output[0], tuple(int(d) for d in shape), array=array)
+
+    def _constant_weights(self, constants: list[Constant]) -> dict[str, tuple[int, ...]]:
+        """Non-scalar constant operands are parameters the hardware must hold: keep them as weights."""
+        weights: dict[str, tuple[int, ...]] = {}
+        for i, const in enumerate(constants):
+            if math.prod(const.shape) > 1:
+                weights[f"operand{i}"] = const.shape
+        return weights
+
+    def _elementwise(
+        self,
+        node: onnx.NodeProto,
+        name: str,
+        fn: str,
+        inputs: list[Activation],
+        out_shape: tuple[int, ...],
+        constants: Sequence[Constant] = (),
+        extra_attrs: Mapping[str, Any] | None = None,
+    ) -> None:
+        tensors = [self._use(a) for a in inputs]
+        weights = self._constant_weights(list(constants))
+        if inputs[0].shape == out_shape and not weights and not extra_attrs:
+            out = self.builder.elementwise(fn, *tensors, name=name)
+        else:
+            attrs = {"fn": fn, "arity": len(tensors), **(extra_attrs or {})}
+            out = self.builder.add_op(
+                name, OpKind.ELEMENTWISE, {"N": math.prod(out_shape)}, tensors, out_shape, weights, attrs
+            )
+        self._bind_op(node, name, out)

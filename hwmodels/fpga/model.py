@@ -1,0 +1,134 @@
+"""The hls4ml-style FPGA design model: the mapper's per-layer plans on an FpgaArch -> Metrics.
+
+Resources and cycles of each engine come from ``hwmodels.fpga.cost``. The design's latency is the sum of its
+layers' latencies plus ``MODEL_OVERHEAD_CYCLES``; its interval is the slowest stage (io_stream, or io_parallel
+with only Latency-strategy layers) or, for io_parallel designs with Resource layers (which HLS does not overlap,
+as the reference data shows), the latency itself.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dse.graph import Graph
+from hwmodels.base import LayerMetrics, Metrics
+from hwmodels.catalogs.fpga import get_part
+from hwmodels.fpga.cost import (
+    MODEL_OVERHEAD_CYCLES,
+    ComputePlan,
+    EnginePlan,
+    EngineResources,
+    add_resources,
+    aux_resources,
+    describe,
+    engine_resources,
+    shared_engine_resources,
+    stream_buffers,
+)
+from mappers.base import Mapping
+from templates.fpga_dataflow import FpgaArch
+
+
+class FpgaDataflowModel:
+    """Metrics of an hls4ml-style design from the mapper's per-layer plans."""
+
+    name = "fpga_dataflow"
+
+    def evaluate(self, mapping: Mapping, arch: FpgaArch) -> Metrics:
+        part = get_part(arch.part)
+        graph = mapping.graph
+        engine: EnginePlan = mapping.solver["engine"]
+        layers: list[LayerMetrics] = []
+        totals = {"dsp": 0.0, "lut": 0.0, "ff": 0.0, "bram": 0.0}
+        latency = MODEL_OVERHEAD_CYCLES.value
+        stages: list[float] = []
+        resource_layers = False
+        data_bits = arch.precision.width
+        shared_plans: list[ComputePlan] = []
+        for op in graph.ops:
+            om = mapping.ops[op.name]
+            plan: ComputePlan | None = om.extra.get("plan")
+            res = EngineResources(0.0, 0.0, 0.0, 0.0)
+            if plan is not None:
+                cycles, interval = plan.cycles, plan.interval
+                if plan.engine == "own":
+                    res = engine_resources(
+                        plan.shape.n_in,
+                        plan.shape.n_out,
+                        plan.mults,
+                        plan.reuse_factor,
+                        plan.knobs.weight.width,
+                        data_bits,
+                        plan.knobs.accum.width,
+                        plan.knobs.strategy,
+                        part,
+                    )
+                    stages.append(interval)
+                    resource_layers |= plan.knobs.strategy == "resource"
+                else:
+                    shared_plans.append(plan)
+                    resource_layers |= plan.knobs.strategy == "resource"
+                res = add_resources(res, stream_buffers(op, graph, arch, plan.knobs.result.width, plan))
+                data_bits = plan.knobs.result.width
+                extra = {**describe(plan), **res.__dict__}
+            else:
+                cycles, interval = om.extra["cycles"], om.extra["interval"]
+                res = add_resources(
+                    aux_resources(op, graph, arch, data_bits), stream_buffers(op, graph, arch, data_bits)
+                )
+                stages.append(interval)
+                extra = {"layer_index": om.extra["group"], **res.__dict__}
+            latency += cycles
+            for k in totals:
+                totals[k] += getattr(res, k)
+            layers.append(
+                LayerMetrics(
+                    layer=op.name,
+                    kind=op.kind.value,
+                    cycles=float(cycles),
+                    compute_cycles=float(interval),
+                    stall_cycles=0.0,
+                    macs=op.macs,
+                    utilization=1.0,
+                    dram_read_bytes=0.0,
+                    dram_write_bytes=0.0,
+                    extra=extra,
+                )
+            )
+        if shared_plans:
+            shared = shared_engine_resources(shared_plans, engine, arch, part)
+            for k in totals:
+                totals[k] += getattr(shared, k)
+            stages.append(engine.occupancy)
+        pipelined = arch.io_type == "io_stream" or not resource_layers
+        interval = max(stages) if pipelined else latency
+        samples = _samples(graph)
+        latency_cycles = latency + (samples - 1) * interval
+        capacity = part.capacity()
+        utils = {f"{k}_util": totals[k] / capacity[k] if capacity[k] else math.inf for k in totals}
+        values = {
+            **totals,
+            "latency_cycles": latency_cycles,
+            "ii_cycles": interval,
+            "latency_ms": latency_cycles * arch.clock_period_ns * 1e-6,
+            "throughput_ips": 1e9 / (interval * arch.clock_period_ns) * samples,
+            **utils,
+            "fpga_util": max(utils.values()),
+        }
+        notes = list(mapping.solver.get("notes", []))
+        return Metrics(
+            values=values,
+            layers=layers,
+            info={
+                "exact": True,
+                "part": part.hls_part,
+                "notes": notes,
+                "shared_engine": {"members": engine.members, "mults": engine.mults, "occupancy": engine.occupancy},
+            },
+        )
+
+
+def _samples(graph: Graph) -> int:
+    """Samples one evaluation streams through the pipeline: the graph's batch."""
+    batch = graph.meta.get("batch", 1)
+    return int(batch) if isinstance(batch, int) and batch > 0 else 1

@@ -1,0 +1,183 @@
+"""The systolic cost over arrays: many (design, GEMM) pairs at once.
+
+``gemm_cost_arrays`` evaluates the closed forms of ``hwmodels.systolic.cost.gemm_cost`` over arrays of
+(design, GEMM) pairs, for batch consumers (the surrogates' baseline); a test holds it equal to
+``gemm_cost`` wherever it does not mark a pair approximate.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from hwmodels.systolic.compute import LoweredGemm, array_sram_reads, array_writes, fold_cycles, spatial_axes
+from hwmodels.systolic.memory import ACTIVE_SETS, SETS_PER_BUFFER
+
+
+@dataclass(frozen=True)
+class GemmShapes:
+    """Lowered GEMMs as arrays (one entry per GEMM, any broadcastable shape): ``LoweredGemm`` and the
+    ``ConvGeometry`` figures ``gemm_cost`` uses, for ``gemm_cost_arrays``."""
+
+    m: np.ndarray
+    k: np.ndarray
+    n: np.ndarray
+    count: np.ndarray
+    unique_inputs: np.ndarray
+    references: np.ndarray
+    row_uses: np.ndarray
+    used_rows: np.ndarray
+    col_uses: np.ndarray
+    used_cols: np.ndarray
+    P: np.ndarray
+    Q: np.ndarray
+    R: np.ndarray
+    S: np.ndarray
+    C: np.ndarray
+    stride_h: np.ndarray
+    stride_w: np.ndarray
+    write_output: np.ndarray  # bool: False for a fused producer whose ofmap stays on chip
+
+    @classmethod
+    def of(cls, gemms: list[LoweredGemm], write_output: list[bool]) -> GemmShapes:
+        g = [x.geometry for x in gemms]
+        a = functools.partial(np.array, dtype=float)
+        return cls(
+            a([x.M for x in gemms]), a([x.K for x in gemms]), a([x.N for x in gemms]), a([x.count for x in gemms]),
+            a([x.unique_inputs for x in g]), a([x.references for x in g]), a([x.row_uses for x in g]),
+            a([x.used_rows for x in g]), a([x.col_uses for x in g]), a([x.used_cols for x in g]),
+            a([x.P for x in g]), a([x.Q for x in g]), a([x.R for x in g]), a([x.S for x in g]), a([x.C for x in g]),
+            a([x.stride_h for x in g]), a([x.stride_w for x in g]), np.array(write_output, dtype=bool),
+        )  # fmt: skip
+
+
+def gemm_cost_arrays(
+    s: GemmShapes,
+    dataflow: str,
+    dram_mode: str,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    words_if: np.ndarray,
+    words_f: np.ndarray,
+    words_of: np.ndarray,
+    words_per_cycle: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """``gemm_cost`` for every (design, GEMM) pair of one dataflow and DRAM mode: design-side arrays
+    broadcast against ``s``'s GEMM-side arrays. Batch consumers (the surrogates) call it for 10^5 designs.
+
+    The same formulas as ``gemm_cost`` for ``shared`` DRAM and for ``is``; two stand-ins where the
+    scalar model walks a sequence: the os filter's per-column-fold epoch rule is replaced by its
+    expectation (a block of b < W words straddles a boundary with probability b/W and then re-fetches
+    b/2 on average), and ``unlimited`` / os-ws ``per_operand`` use these closed forms instead of the
+    SCALE-Sim replays. ``approximate`` marks the pairs where either applies.
+    Returns per pair, all copies: cycles, compute_cycles, busy_cycles, fill_cycles, tail_cycles, the
+    DRAM reads/writes and SRAM accesses of ``GemmCost``, and ``approximate``.
+    """
+    sr, sc, t = spatial_axes(s.m, s.k, s.n, dataflow)
+    rf, cf = np.ceil(sr / rows), np.ceil(sc / cols)
+    lines = rf * cf * fold_cycles(t, rows, cols, dataflow)
+    per_set_if = np.maximum(1.0, np.floor(words_if / SETS_PER_BUFFER))
+    per_set_f = np.maximum(1.0, np.floor(words_f / SETS_PER_BUFFER))
+    epoch_if, epoch_f = ACTIVE_SETS * per_set_if, ACTIVE_SETS * per_set_f
+    if_reads = _ifmap_reads_arrays(s, dataflow, rows, cols, cf, epoch_if)
+    f_reads, approximate = _filter_reads_arrays(s, dataflow, rows, cols, rf, cf, epoch_f)
+    bw = words_per_cycle
+
+    def fill(reads: np.ndarray, epoch: np.ndarray, per_set: np.ndarray, first: np.ndarray | float) -> np.ndarray:
+        return np.where(reads >= epoch, np.ceil(epoch / bw) - first, np.ceil(np.ceil(reads / per_set) * per_set / bw))
+
+    fill_if = fill(if_reads, epoch_if, per_set_if, rows if dataflow == "ws" else 0.0)
+    fill_f = fill(f_reads, epoch_f, per_set_f, rows if dataflow == "is" else 0.0)
+    emitted = array_writes(s.m, s.n, rf, dataflow)
+    of_writes = np.where(s.write_output, emitted, 0.0)
+    drain_bw = cols if dram_mode == "unlimited" else bw
+    half = words_of - np.ceil(words_of / 2)
+    drains = np.where(of_writes > 0, np.floor(np.maximum(of_writes - 1.0, 0.0) / half), 0.0)
+    tail = np.ceil((of_writes - drains * half) / drain_bw)
+    during_if = if_reads - np.minimum(if_reads, fill_if * bw)
+    during_f = f_reads - np.minimum(f_reads, fill_f * bw)
+    during_of = np.maximum(0.0, of_writes - tail * drain_bw)
+    if dram_mode == "unlimited":
+        fill_cycles, busy = np.maximum(fill_if, fill_f), lines
+        approximate = np.ones(np.shape(lines), dtype=bool)  # SCALE-Sim CALC's exact replay is not here
+    elif dram_mode == "per_operand":
+        fill_cycles = np.maximum(fill_if, fill_f)
+        busy = np.maximum(np.maximum(lines, during_if / bw), np.maximum(during_f / bw, during_of / bw))
+        approximate = approximate | (dataflow != "is")
+    else:
+        fill_cycles = fill_if + fill_f
+        busy = np.maximum(lines, (during_if + during_f + during_of) / bw)
+    sram_if, sram_f = array_sram_reads(dataflow, sr, sc, t, rf, cf)
+    n = s.count
+    figures = {
+        "cycles": fill_cycles + n * busy + tail,
+        "compute_cycles": n * lines,
+        "busy_cycles": n * busy,
+        "fill_cycles": fill_cycles,
+        "tail_cycles": tail,
+        "ifmap_dram_reads": n * if_reads,
+        "filter_dram_reads": n * f_reads,
+        "ofmap_dram_writes": n * of_writes,
+        "ifmap_sram_reads": n * sram_if,
+        "filter_sram_reads": n * sram_f,
+        "ofmap_sram_writes": n * emitted,
+        "row_folds": rf,
+        "col_folds": cf,
+        "approximate": approximate,
+    }
+    shape = np.broadcast_shapes(*(np.shape(value) for value in figures.values()))
+    return {name: np.broadcast_to(value, shape) for name, value in figures.items()}
+
+
+def _ifmap_reads_arrays(
+    s: GemmShapes, dataflow: str, rows: np.ndarray, cols: np.ndarray, cf: np.ndarray, epoch: np.ndarray
+) -> np.ndarray:
+    """``ifmap_dram_reads`` (one copy) over arrays: ``ifmap_pass_fetches``'s spans, then the passes."""
+    unique, refs = s.unique_inputs, s.references
+    if dataflow in ("os", "is"):
+        n_r, n_s = s.row_uses / s.used_rows, s.col_uses / s.used_cols
+        pixels = s.P * s.Q
+        chunk = rows if dataflow == "os" else cols
+        fetched = unique + 0.0 * epoch
+        for _ in range(3):
+            per_pixel = fetched / pixels
+            span = (n_r - 1) * s.Q * per_pixel + (n_s - 1) * per_pixel * (s.stride_w * chunk / (s.R * s.S) + 1)
+            fetched = np.minimum(refs, unique + unique * span / epoch)
+        one_pass = fetched
+    else:
+        horizontal = s.row_uses * s.C * (s.col_uses - s.used_cols)
+        vertical = s.C * s.used_cols * (s.row_uses - s.used_rows)
+        h_gap, v_gap = s.stride_w * s.C / rows, s.stride_h * s.S * s.C / rows
+        cross_h, cross_v = horizontal * np.minimum(1.0, h_gap), vertical * np.minimum(1.0, v_gap)
+        block_words = (unique + cross_h + cross_v) / np.ceil(s.R * s.S * s.C / rows)
+        h_miss = np.minimum(1.0, np.maximum(1.0, h_gap) * block_words / epoch)
+        v_miss = np.minimum(1.0, np.maximum(1.0, v_gap) * block_words / epoch)
+        one_pass = unique + cross_h * h_miss + cross_v * v_miss
+    small = (unique < epoch) | (refs <= unique)
+    one_pass = np.where(small, np.where(refs > 0, np.minimum(unique, refs), unique), one_pass)
+    if dataflow == "is":
+        return one_pass
+    return np.where(unique < epoch, one_pass, one_pass * cf)
+
+
+def _filter_reads_arrays(
+    s: GemmShapes, dataflow: str, rows: np.ndarray, cols: np.ndarray, rf: np.ndarray, cf: np.ndarray, epoch: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``filter_dram_reads`` (one copy) over arrays, and where it is the os expectation (see above)."""
+    kn = s.k * s.n
+    if dataflow == "ws":
+        return kn + 0.0 * epoch, np.zeros(np.broadcast_shapes(np.shape(kn), np.shape(epoch)), dtype=bool)
+    if dataflow == "is":
+        exact = np.where((cf <= 1) | (kn < epoch), kn, kn * cf)
+        return exact, np.zeros(np.shape(exact), dtype=bool)
+
+    def block_fetches(block: np.ndarray) -> np.ndarray:
+        expected = block + block * np.minimum(block, epoch) / (2 * epoch)
+        return np.where(rf <= 1, block, np.where(block >= epoch, block * rf, expected))
+
+    full, last = s.k * cols, s.k * (s.n - (cf - 1) * cols)
+    reads = (cf - 1) * block_fetches(full) + block_fetches(last)
+    approximate = (rf > 1) & ((full < epoch) | (last < epoch))
+    return reads, approximate

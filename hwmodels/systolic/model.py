@@ -1,0 +1,364 @@
+"""The systolic hardware model: ``SystolicModel.evaluate(mapping, arch) -> Metrics``, SCALE-Sim 3.0.0
+reproduced analytically (the closed forms are ``hwmodels.systolic.cost``'s, the prices
+``hwmodels.systolic.pricing``'s), with a per-layer cache shared across design points.
+
+A fold mapping's array ops cost ``gemm_cost``; its vector ops ``vector_op_cost``; a tiling mapping
+(cpsat, greedy) brings its own DRAM bytes and compute cycles, to which the DRAM mode adds the stalls.
+Energy is access counts x catalog per-access energies plus leakage x latency.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from dse.graph import Op
+from hwmodels.base import LayerMetrics, Metrics
+from hwmodels.systolic.compute import LoweredGemm
+from hwmodels.systolic.cost import gemm_cost, vector_op_cost
+from hwmodels.systolic.pricing import Prices, design_prices
+from mappers.base import Mapping, OpMapping
+from templates.systolic import SystolicArch
+
+
+def _tensor_words(op: Op, mapping: Mapping) -> tuple[float, float]:
+    """DRAM words an op on the vector unit reads and writes; resident inputs come from on chip."""
+    tensors = mapping.graph.tensors
+    resident = set(mapping.ops[op.name].resident_inputs)
+    reads = sum(tensors[t].numel for t in (*op.inputs, *op.weights) if t not in resident)
+    writes = sum(tensors[t].numel for t in op.outputs)
+    return float(reads), float(writes)
+
+
+@dataclass
+class SystolicModel:
+    """SCALE-Sim-faithful analytical model of a systolic array (see the module docstring)."""
+
+    name: str = "systolic"
+
+    def evaluate(self, mapping: Mapping, arch: SystolicArch) -> Metrics:  # type: ignore[override]
+        prices = design_prices(arch)
+        tech = prices.tech
+        area = prices.area_mm2
+        area_total = sum(area.values())
+        leak_w = prices.leakage_w
+        cycle_s = 1e-6 / arch.freq_mhz
+
+        layers: list[LayerMetrics] = []
+        totals = {"mac": 0.0, "sram": 0.0, "dram": 0.0, "vector": 0.0, "leakage": 0.0}
+        total_cycles = 0.0
+        total_macs = 0
+        mac_weighted_cycles = 0.0
+        dram_bytes = 0.0
+        arch_key = _arch_key(arch)
+        graph = mapping.graph
+        ops_by_name = {o.name: o for o in graph.ops}
+        for name in mapping.order:
+            om = mapping.ops[name]
+            op = ops_by_name[name]
+            key = (op.shape_key(), arch_key, _mapping_key(op, om, mapping))
+            core = _LAYER_CACHE.get(key)
+            if core is None:
+                if om.extra.get("tiling"):
+                    core = _tiled_core(op, om, arch, prices)
+                else:
+                    core = _fold_core(op, om, mapping, arch, prices)
+                _LAYER_CACHE.put(key, core)
+            cycles, compute, stall, macs, util = core.cycles, core.compute, core.stall, core.macs, core.util
+            rd, wr, sram_rd, sram_wr = core.rd, core.wr, core.sram_rd, core.sram_wr
+            breakdown = dict(core.breakdown)
+            extra = dict(core.extra)
+            breakdown["leakage"] = leak_w * cycles * cycle_s * 1e12
+            energy = sum(breakdown.values())
+            layers.append(
+                LayerMetrics(
+                    layer=name,
+                    kind=op.kind.value,
+                    cycles=cycles,
+                    compute_cycles=compute,
+                    stall_cycles=stall,
+                    macs=macs,
+                    utilization=util,
+                    dram_read_bytes=rd,
+                    dram_write_bytes=wr,
+                    sram_read_bytes=sram_rd,
+                    sram_write_bytes=sram_wr,
+                    energy_pj=energy,
+                    energy_breakdown_pj=breakdown,
+                    extra=extra,
+                )
+            )
+            for k, v in breakdown.items():
+                totals[k] += v
+            total_cycles += cycles
+            total_macs += macs
+            mac_weighted_cycles += util * macs
+            dram_bytes += rd + wr
+
+        latency_s = total_cycles * cycle_s
+        energy_pj = sum(totals.values())
+        energy_mj = energy_pj * 1e-9
+        latency_ms = latency_s * 1e3
+        batch = int(mapping.graph.meta.get("batch", 1) or 1)
+        power_w = energy_pj * 1e-12 / latency_s if latency_s > 0 else 0.0
+        ops_per_s = 2 * total_macs / latency_s if latency_s > 0 else 0.0
+        values = {
+            "latency_cycles": total_cycles,
+            "latency_ms": latency_ms,
+            "throughput_ips": batch / latency_s if latency_s > 0 else 0.0,
+            "energy_mj": energy_mj,
+            "edp": energy_mj * latency_ms,
+            "area_mm2": area_total,
+            "power_w": power_w,
+            "utilization": mac_weighted_cycles / total_macs if total_macs else 0.0,
+            "dram_mb": dram_bytes / 1e6,
+            "tops_per_w": (ops_per_s / 1e12) / power_w if power_w > 0 else 0.0,
+        }
+        info = {"mapper": mapping.mapper, "area_breakdown_mm2": area, "tech": tech.name, "dram_mode": arch.dram_mode}
+        return Metrics(values=values, energy_breakdown_pj=totals, layers=layers, info=info)
+
+
+@dataclass(frozen=True)
+class _LayerCore:
+    """A layer's figures before leakage (which depends on the whole design): what the cache keeps."""
+
+    cycles: float
+    compute: float
+    stall: float
+    macs: int
+    util: float
+    rd: float
+    wr: float
+    sram_rd: float
+    sram_wr: float
+    breakdown: tuple
+    extra: tuple
+
+
+class _LayerCache:
+    """A bounded LRU of layer results, keyed by (op shape, arch sub-parameters, op mapping): an identical
+    layer on an identical design is evaluated once per process, across layers and design points."""
+
+    def __init__(self, size: int = 50_000):
+        self.size = size
+        self.data: OrderedDict = OrderedDict()
+        self.hits = self.misses = 0
+
+    def get(self, key):
+        try:
+            hit = self.data[key]
+        except (KeyError, TypeError):
+            self.misses += 1
+            return None
+        self.data.move_to_end(key)
+        self.hits += 1
+        return hit
+
+    def put(self, key, value) -> None:
+        try:
+            self.data[key] = value
+        except TypeError:  # an unhashable mapping detail: just do not cache it
+            return
+        if len(self.data) > self.size:
+            self.data.popitem(last=False)
+
+    def clear(self) -> None:
+        self.data.clear()
+        self.hits = self.misses = 0
+
+
+_LAYER_CACHE = _LayerCache()
+
+
+def clear_layer_cache() -> None:
+    """Forget cached layer results (for timing the model)."""
+    _LAYER_CACHE.clear()
+
+
+def layer_cache_stats() -> dict[str, int]:
+    return {"entries": len(_LAYER_CACHE.data), "hits": _LAYER_CACHE.hits, "misses": _LAYER_CACHE.misses}
+
+
+def _arch_key(arch: SystolicArch) -> tuple:
+    """Every arch parameter a layer's cycles, traffic and non-leakage energy depend on (the clock and the
+    DRAM rate only through bytes per cycle)."""
+    return (
+        arch.rows,
+        arch.cols,
+        arch.dataflow,
+        arch.ifmap_sram_kib,
+        arch.filter_sram_kib,
+        arch.ofmap_sram_kib,
+        round(arch.dram_bytes_per_cycle, 12),
+        arch.precision,
+        arch.tech,
+        arch.vector_lanes,
+        arch.dram_mode,
+        arch.scratchpad,
+    )
+
+
+def _mapping_key(op: Op, om: OpMapping, mapping: Mapping) -> tuple:
+    """What of an op's mapping (and its tensors' sizes) its figures depend on."""
+    tensors = mapping.graph.tensors
+    sizes = tuple(tensors[t].numel for t in (*op.inputs, *op.weights, *op.outputs))
+    resident = tuple(t in om.resident_inputs for t in op.inputs)
+    base = (sizes, resident, om.resident_output, bool(om.extra.get("fused_into")), om.extra.get("unit"))
+    if not om.extra.get("tiling"):
+        return base
+    ex = om.extra
+    operands = tuple((o["role"], o["traffic"], o["footprint"]) for o in ex.get("operands", ()))
+    return (
+        *base,
+        tuple(sorted(om.tile.items())),
+        tuple(om.loop_order),
+        ex.get("dram_read_bytes"),
+        ex.get("dram_write_bytes"),
+        ex.get("compute_cycles"),
+        ex.get("sram_words"),
+        operands,
+        tuple(mapping.graph.op(n).flops for n in ex.get("fused_ops", ())),
+    )
+
+
+def _fold_core(op: Op, om: OpMapping, mapping: Mapping, arch: SystolicArch, prices: Prices) -> _LayerCore:
+    """One layer under the fold mapper: SCALE-Sim's figures (module docstring)."""
+    e_mac, e_alu, e_sram, e_sram_vec, tech = prices.e_mac, prices.e_alu, prices.e_sram, prices.e_sram_vec, prices.tech
+    peak, wb = arch.macs_per_cycle, arch.word_bytes
+    if om.extra.get("unit") == "array":
+        gemm: LoweredGemm = om.extra["gemm"]
+        cost = gemm_cost(gemm, arch, write_output=not om.resident_output)
+        cycles = cost.total_cycles
+        rd = (cost.ifmap_dram_reads + cost.filter_dram_reads) * wb
+        wr = cost.ofmap_dram_writes * wb
+        # SRAM: array-side accesses plus the DRAM fills (writes) and ofmap drains (reads)
+        sram_rd = (cost.ifmap_sram_reads + cost.filter_sram_reads + cost.ofmap_dram_writes) * wb
+        sram_wr = (cost.ofmap_sram_writes + cost.ifmap_dram_reads + cost.filter_dram_reads) * wb
+        e_s = (
+            (cost.ifmap_sram_reads + cost.ifmap_dram_reads) * wb * e_sram["ifmap"]
+            + (cost.filter_sram_reads + cost.filter_dram_reads) * wb * e_sram["filter"]
+            + (cost.ofmap_sram_writes + cost.ofmap_dram_writes) * wb * e_sram["ofmap"]
+        )
+        macs = gemm.macs
+        breakdown = {"mac": macs * e_mac, "sram": e_s, "dram": tech.dram_energy_pj(rd + wr), "vector": 0.0}
+        compute = float(cost.compute_cycles)
+        stall = cycles - compute
+        util = macs / (peak * cycles) if cycles else 0.0
+        extra = {
+            "unit": "array",
+            "fill_cycles": cost.fill_cycles,
+            "tail_cycles": cost.tail_cycles,
+            "busy_cycles": cost.busy_cycles,
+            "ifmap_dram_reads": cost.ifmap_dram_reads,
+            "filter_dram_reads": cost.filter_dram_reads,
+            "ofmap_dram_writes": cost.ofmap_dram_writes,
+            "row_folds": cost.row_folds,
+            "col_folds": cost.col_folds,
+        }
+    else:
+        busy, rd_words, wr_words = vector_op_cost(op, arch, _tensor_words(op, mapping))
+        cycles = busy
+        compute = float(math.ceil(op.flops / arch.vector_lanes)) if op.flops else 0.0
+        stall = cycles - compute
+        rd, wr = rd_words * wb, wr_words * wb
+        sram_rd, sram_wr = rd, wr
+        macs = 0
+        util = 0.0
+        breakdown = {
+            "mac": 0.0,
+            "sram": (rd + wr) * e_sram_vec,
+            "dram": tech.dram_energy_pj(rd + wr),
+            "vector": op.flops * e_alu,
+        }
+        extra = {"unit": "vector"}
+        fused_into = om.extra.get("fused_into")
+        if fused_into:
+            # runs in the producer's output pipeline: no latency of its own (and so no
+            # leakage), but its ALU work and its output's DRAM write are still paid for
+            extra = {"unit": "vector", "fused_into": fused_into, "pipeline_cycles": cycles}
+            cycles = compute = stall = 0.0
+
+    return _LayerCore(
+        cycles, compute, stall, macs, util, rd, wr, sram_rd, sram_wr, tuple(breakdown.items()), tuple(extra.items())
+    )
+
+
+def _tiled_core(op: Op, om: OpMapping, arch: SystolicArch, prices: Prices) -> _LayerCore:
+    """One op under a tiling mapper (cpsat, greedy): its figures follow the chosen tile and residency.
+
+    DRAM bytes are the mapping's (validated by ``mappers.systolic.check``); compute cycles are the
+    fold model summed over the tiles. Transfers overlap compute (double-buffered tiles), so the busy
+    time is max(compute, traffic / bandwidth) by ``dram_mode``; the first input and weight tiles load
+    before compute starts and the last output tile drains after it (the stalls). SRAM energy counts
+    the array's accesses plus every DRAM fill and drain; a resident tensor is read from SRAM instead
+    of DRAM, so residency shows up as less DRAM energy and fewer stalls.
+    """
+    ex = om.extra
+    wb = arch.word_bytes
+    if ex.get("fused_into"):
+        # runs in its producer's output pipeline / SIMD pass: no latency or traffic of its own
+        breakdown = {"mac": 0.0, "sram": 0.0, "dram": 0.0, "vector": op.flops * prices.e_alu}
+        extra = {"unit": "vector", "fused_into": ex["fused_into"]}
+        return _LayerCore(0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(breakdown.items()), tuple(extra.items()))
+    rd = float(ex["dram_read_bytes"])
+    wr = float(ex["dram_write_bytes"])
+    compute = float(ex["compute_cycles"])
+    bpc = arch.dram_bytes_per_cycle
+    in_bytes = out_bytes = 0.0
+    first_tiles = last_tile = 0.0
+    for o in ex.get("operands", ()):
+        traffic, footprint = float(o["traffic"]), float(o["footprint"])
+        one_tile = footprint if traffic <= footprint else footprint / 2
+        if o["role"] == "output":
+            out_bytes += traffic
+            last_tile += min(traffic, one_tile)
+        else:
+            in_bytes += traffic
+            first_tiles += min(traffic, one_tile)
+    if arch.dram_mode == "unlimited":
+        busy, fill, tail = compute, 0.0, 0.0
+    else:
+        fill, tail = first_tiles / bpc, last_tile / bpc
+        if arch.dram_mode == "per_operand":
+            streams = [float(o["traffic"]) for o in ex.get("operands", ())]
+            busy = max([compute, *[t / bpc for t in streams]])
+        else:
+            busy = max(compute, (rd + wr) / bpc)
+    cycles = fill + busy + tail
+    is_array = ex.get("unit") == "array"
+    macs = op.macs if is_array else 0
+    util = macs / (arch.macs_per_cycle * cycles) if cycles and is_array else 0.0
+    sram_words = float(ex.get("sram_words", 0))
+    e_sram = sum(prices.e_sram.values()) / len(prices.e_sram)
+    sram_rd = sram_words * wb + wr
+    sram_wr = rd + (sram_words * wb if not is_array else 0.0)
+    breakdown = {
+        "mac": macs * prices.e_mac,
+        "sram": (sram_words * wb + rd + wr) * e_sram,
+        "dram": prices.tech.dram_energy_pj(rd + wr),
+        "vector": 0.0 if is_array else op.flops * prices.e_alu,
+    }
+    extra = {
+        "unit": ex.get("unit"),
+        "fill_cycles": fill,
+        "tail_cycles": tail,
+        "busy_cycles": busy,
+        "tile": ";".join(f"{k}={v}" for k, v in om.tile.items()),
+        "loop_order": ">".join(om.loop_order),
+        "resident_inputs": len(om.resident_inputs),
+        "resident_output": om.resident_output,
+    }
+    return _LayerCore(
+        cycles,
+        compute,
+        cycles - compute,
+        macs,
+        util,
+        rd,
+        wr,
+        sram_rd,
+        sram_wr,
+        tuple(breakdown.items()),
+        tuple(extra.items()),
+    )

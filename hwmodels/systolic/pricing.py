@@ -1,0 +1,149 @@
+"""What a systolic design pays: per-access energies of its SRAM banks, DRAM, MACs and ALUs, its area and
+its leakage, all from the technology catalog (``hwmodels.catalogs.tech``).
+
+The one place these prices are derived: the model (``hwmodels.systolic.model``) charges them per
+layer, the tiling mappers' energy objective (``mappers.systolic.objective.cost_model``) scores schedules
+with them, and the surrogates' batch features (``surrogates.features.arch_table``) take the same
+catalog figures for numpy columns of designs.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from hwmodels.catalogs.tech import TechNode, get_tech
+from templates.systolic import PRECISIONS, SystolicArch
+
+# Area of what is neither PE, SRAM nor vector lane (control, the DRAM PHY/controller, clock tree,
+# wiring): a fraction of the sum of the blocks. 0.2 sits in the 15-30 % range that published
+# accelerator floorplans leave outside their compute arrays and buffers (e.g. TPU v1's die plot,
+# Jouppi et al. ISCA 2017, where the unified buffer + MMU + accumulators take ~2/3 of the die and
+# the DRAM/host interfaces much of the rest); an assumption, not a catalog number.
+INTEGRATION_OVERHEAD = 0.2
+
+# SRAM energy per byte is taken at the capacity of one bank of the double buffer (half the SRAM),
+# since an access activates one half only.
+_BANKS_PER_SRAM = 2
+# A unified scratchpad (``scratchpad="unified"``) is banked so the array's input, weight and output
+# streams and the DMA rarely meet in one bank; 4 banks is Gemmini's default scratchpad (``sp_banks =
+# 4``, Genc et al., DAC 2021). Its banks are a quarter of the whole, larger than a split SRAM's halves
+# (a sixth of the whole), so every access costs more: the price of one shared address space.
+_UNIFIED_BANKS = 4
+
+
+def bank_kib(ifmap_kib, filter_kib, ofmap_kib, unified):  # noqa: ANN001, ANN201 (scalars or numpy arrays)
+    """The bank one access to the ifmap, filter and ofmap SRAMs activates, in KiB: their energy scale.
+
+    The one place this is decided, for scalars (the model, the tiling mappers' prices) and for numpy
+    columns (the surrogates' batch features): a split SRAM's half, or a quarter of a unified scratchpad.
+    """
+    sizes = (ifmap_kib, filter_kib, ofmap_kib)
+    whole = (ifmap_kib + filter_kib + ofmap_kib) / _UNIFIED_BANKS
+    if isinstance(unified, (bool, np.bool_)):
+        return tuple(whole if unified else kib / _BANKS_PER_SRAM for kib in sizes)
+    return tuple(np.where(unified, whole, np.asarray(kib) / _BANKS_PER_SRAM) for kib in sizes)
+
+
+def sram_bank_kib(arch: SystolicArch) -> dict[str, float]:
+    """The bank one access to each SRAM ('ifmap' | 'filter' | 'ofmap') activates, in KiB: its energy scale."""
+    banks = bank_kib(arch.ifmap_sram_kib, arch.filter_sram_kib, arch.ofmap_sram_kib, arch.scratchpad == "unified")
+    return dict(zip(("ifmap", "filter", "ofmap"), banks))
+
+
+def number_format(precision: str) -> str:
+    """The catalog's number format of a precision: 'int' for the integer ones, else 'fp'."""
+    return "int" if precision.startswith("int") else "fp"
+
+
+def systolic_area_mm2(arch: SystolicArch) -> dict[str, float]:
+    """Area per block: PE array, SRAM (one scratchpad or three SRAMs), vector lanes, integration overhead."""
+    tech = get_tech(arch.tech)
+    fmt = number_format(arch.precision)
+    fmt = "int" if arch.precision.startswith("int") else "fp"
+    parts = {
+        "pe_array": arch.rows * arch.cols * tech.pe_area_mm2(arch.bits, fmt),
+        "sram": tech.sram_area_mm2(arch.scratchpad_kib)
+        if arch.scratchpad == "unified"
+        else sum(tech.sram_area_mm2(kib) for kib in (arch.ifmap_sram_kib, arch.filter_sram_kib, arch.ofmap_sram_kib)),
+        "vector": arch.vector_lanes * tech.alu_area_mm2(arch.bits, fmt),
+    }
+    parts["overhead"] = INTEGRATION_OVERHEAD * sum(parts.values())
+    return parts
+
+
+@dataclass(frozen=True)
+class Prices:
+    """One design's catalog prices: per-access energies in pJ (SRAM per byte of the bank an access
+    activates), its area per block and its leakage."""
+
+    tech: TechNode
+    e_mac: float
+    e_alu: float
+    e_sram: dict[str, float]  # 'ifmap' | 'filter' | 'ofmap' -> pJ per byte
+    area_mm2: dict[str, float]
+    leakage_w: float
+    leakage_pj_per_cycle: float
+
+    @property
+    def e_sram_vec(self) -> float:
+        """Vector ops stage through the ifmap/ofmap SRAMs: the ifmap bank's price."""
+        return self.e_sram["ifmap"]
+
+    @property
+    def area_total_mm2(self) -> float:
+        return sum(self.area_mm2.values())
+
+
+def design_prices(arch: SystolicArch) -> Prices:
+    """The catalog prices of ``arch``."""
+    tech = get_tech(arch.tech)
+    fmt = number_format(arch.precision)
+    bits = arch.bits
+    area = systolic_area_mm2(arch)
+    leak_w = tech.leakage_w(sum(area.values()))
+    return Prices(
+        tech=tech,
+        e_mac=tech.mac_energy_pj(bits, fmt),
+        e_alu=tech.alu_energy_pj(bits, fmt),
+        e_sram={which: tech.sram_energy_pj_per_byte(kib) for which, kib in sram_bank_kib(arch).items()},
+        area_mm2=area,
+        leakage_w=leak_w,
+        leakage_pj_per_cycle=leak_w * 1e12 / (arch.freq_mhz * 1e6),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# The same catalog figures for numpy columns of designs (the surrogates' batch features)
+# ---------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=256)
+def tech_constants(tech: str, precision: str) -> tuple:
+    """Catalog energies (pJ) and areas (mm^2) of one technology at one precision."""
+    node = get_tech(tech)
+    bits = PRECISIONS[precision]
+    fmt = number_format(precision)
+    return (
+        node.mac_energy_pj(bits, fmt),
+        node.alu_energy_pj(bits, fmt),
+        node.dram_energy_pj(1.0),
+        node.pe_area_mm2(bits, fmt),
+        node.sram_area_mm2(1.0),
+        node.alu_area_mm2(bits, fmt),
+        node.leakage_w_per_mm2.value,
+        float(node.node_nm),
+    )
+
+
+def sram_pj_per_byte(tech: tuple[np.ndarray, list[str]], kib: np.ndarray) -> np.ndarray:
+    """The catalog's SRAM energy per byte of each (technology, capacity): one array call per technology.
+    ``tech`` is (code per design, technology names)."""
+    codes, names = tech
+    if len(names) == 1:
+        return np.asarray(get_tech(names[0]).sram_energy_pj_per_byte(kib), dtype=float)
+    out = np.empty(len(kib))
+    for code, name in enumerate(names):
+        mask = codes == code
+        out[mask] = get_tech(name).sram_energy_pj_per_byte(kib[mask])
+    return out

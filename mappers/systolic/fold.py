@@ -1,0 +1,107 @@
+"""The fold mapper: every op mapped as SCALE-Sim maps it.
+
+Every conv/matmul is lowered to a GEMM on operand matrices the way SCALE-Sim builds them
+(``compute/operand_matrix.py``; ``lower_op``) and folded onto the array (the dataflow table and the
+fold formulas are in ``hwmodels.systolic.compute``, shared with the tiling mappers and the cost
+model); the other ops run on the vector unit, a unary activation fused into the conv/matmul feeding it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from dse.graph import Graph, Op, OpKind
+from hwmodels.systolic.compute import ConvGeometry, LoweredGemm, compute_cycles, folds, spatial_dims
+from mappers.base import Mapping, MappingError, OpMapping
+from templates.systolic import SystolicArch
+
+ARRAY_KINDS = (OpKind.CONV, OpKind.MATMUL)
+VECTOR_KINDS = (OpKind.ELEMENTWISE, OpKind.POOL, OpKind.SOFTMAX, OpKind.LAYERNORM, OpKind.FFT, OpKind.SCAN)
+
+
+def lower_op(op: Op) -> LoweredGemm:
+    """The GEMM SCALE-Sim would run for ``op``.
+
+    Depthwise and grouped convs (G > 1) are not modelled by SCALE-Sim; each group is lowered as its
+    own small GEMM (K = R*S*C/G, N = K_out/G) and the G GEMMs run back to back. On a plain systolic
+    array that is the truth: a depthwise conv fills one column per fold, so utilisation is poor.
+    A batched matmul (B > 1) is B independent GEMMs; batch N of a conv is folded into the output
+    pixels (M = N*P*Q), which is how an im2col lowering batches.
+    """
+    d = op.dims
+    if op.kind is OpKind.CONV:
+        g = d.get("G", 1)
+        sh, sw = op.attrs.get("stride", (1, 1))
+        c_per_group = d["C"] // g
+        geom = ConvGeometry(d["H"], d["W"], c_per_group, d["R"], d["S"], int(sh), int(sw), d["P"], d["Q"])
+        n = d.get("N", 1)
+        if n > 1:
+            geom = ConvGeometry(d["H"] * n, d["W"], c_per_group, d["R"], d["S"], int(sh), int(sw), d["P"] * n, d["Q"])
+        return LoweredGemm(n * d["P"] * d["Q"], d["R"] * d["S"] * c_per_group, d["K"] // g, g, geom)
+    if op.kind is OpKind.MATMUL:
+        geom = ConvGeometry(1, d["M"], d["K"], 1, 1, 1, 1, 1, d["M"])
+        return LoweredGemm(d["M"], d["K"], d["N"], d["B"], geom)
+    raise MappingError(f"op {op.name!r} of kind {op.kind.value} does not run on the MAC array", node=op.name)
+
+
+@dataclass
+class SystolicFoldMapper:
+    """Maps every op as SCALE-Sim does: MAC ops fold onto the array, the rest run on the vector unit."""
+
+    name: str = "fold"
+
+    def map(self, graph: Graph, arch: SystolicArch) -> Mapping:
+        rows, cols, dataflow = arch.rows, arch.cols, arch.dataflow
+        ops: dict[str, OpMapping] = {}
+        for op in graph.ops:
+            if op.kind in ARRAY_KINDS:
+                gemm = lower_op(op)
+                sr, sc, t = spatial_dims(gemm, dataflow)
+                rf, cf = folds(sr, sc, rows, cols)
+                ops[op.name] = OpMapping(
+                    op=op.name,
+                    tile={"Sr": min(sr, rows), "Sc": min(sc, cols), "T": t},
+                    loop_order=("col_fold", "row_fold", "T"),
+                    dataflow=dataflow,
+                    extra={
+                        "unit": "array",
+                        "gemm": gemm,
+                        "Sr": sr,
+                        "Sc": sc,
+                        "T": t,
+                        "row_folds": rf,
+                        "col_folds": cf,
+                        "compute_cycles": compute_cycles(gemm, rows, cols, dataflow),
+                    },
+                )
+            elif op.kind in VECTOR_KINDS:
+                ops[op.name] = OpMapping(op=op.name, tile={}, dataflow="vector", extra={"unit": "vector"})
+            else:
+                raise MappingError(f"op {op.name!r}: kind {op.kind.value} has no systolic mapping", node=op.name)
+        _fuse_activations(graph, ops)
+        return Mapping(graph=graph, arch=arch, ops=ops, order=[o.name for o in graph.ops], mapper=self.name)
+
+
+def _fuse_activations(graph: Graph, ops: dict[str, OpMapping]) -> None:
+    """Fuse a unary elementwise op (ReLU, GELU, ...) into the conv/matmul that feeds it.
+
+    Every systolic accelerator applies the activation in the array's output pipeline (TPU v1's
+    activation unit, Gemmini's accumulator scaling) instead of writing the raw outputs to DRAM and
+    reading them back. The producer keeps its result on chip (``resident_output``), the activation
+    reads it from there (``resident_inputs``) and adds no latency (``extra["fused_into"]``).
+    Only done when the activation is the producer's only consumer, so no other op needs the raw values.
+    """
+    producer = graph.producer()
+    consumers = graph.consumers()
+    by_name = {op.name: op for op in graph.ops}
+    for op in graph.ops:
+        if op.kind is not OpKind.ELEMENTWISE or len(op.inputs) != 1 or op.weights:
+            continue
+        src = op.inputs[0]
+        prod = producer.get(src)
+        if prod is None or by_name[prod].kind not in ARRAY_KINDS or consumers.get(src) != [op.name]:
+            continue
+        if graph.tensors[src].kind == "output":
+            continue
+        ops[prod] = replace(ops[prod], resident_output=True)
+        ops[op.name] = replace(ops[op.name], resident_inputs=(src,), extra={**ops[op.name].extra, "fused_into": prod})

@@ -1,0 +1,89 @@
+"""How the tiling mappers score a schedule: the objective's prices (DRAM bytes, cycles or picojoules
+at the catalog prices of ``hwmodels.systolic.pricing``) and the integer score of a unit's candidates
+in one residency mode of its operands."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hwmodels.systolic.pricing import design_prices
+from mappers.base import MappingError
+from mappers.systolic.nest import ROLE_OUTPUT
+from templates.systolic import SystolicArch
+
+OBJECTIVES = ("dram", "latency", "energy")
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """How a unit's (candidate, residency) pair is scored: DRAM bytes, cycles or picojoules.
+
+    Latency per unit is max(compute cycles, DRAM bytes / bytes per cycle) (double-buffered tiles
+    overlap transfers with compute); energy is DRAM + SRAM bytes at catalog prices plus leakage over
+    that latency (MAC energy is the same for every schedule and left out).
+    """
+
+    objective: str = "dram"
+    bytes_per_cycle: float = 1.0
+    dram_pj_per_byte: float = 0.0
+    sram_pj_per_byte: float = 0.0
+    leakage_pj_per_cycle: float = 0.0
+
+
+def cost_model(arch: SystolicArch, objective: str) -> CostModel:
+    """The objective's prices for ``arch`` (energy prices from the technology catalog)."""
+    if objective not in OBJECTIVES:
+        raise MappingError(f"unknown objective {objective!r}; allowed: {', '.join(OBJECTIVES)}")
+    if objective == "dram":  # prices nothing of the arch: one cache entry serves every array shape
+        return CostModel(objective)
+    bpc = float(getattr(arch, "dram_bytes_per_cycle", 1.0))
+    if objective == "latency":
+        return CostModel(objective, bpc)
+    prices = design_prices(arch)
+    return CostModel(
+        objective,
+        bpc,
+        dram_pj_per_byte=prices.tech.dram_energy_pj(1.0),
+        sram_pj_per_byte=prices.e_sram["ifmap"],
+        leakage_pj_per_cycle=prices.leakage_pj_per_cycle,
+    )
+
+
+def mode_traffic(
+    traffic: np.ndarray, psum: np.ndarray, roles: tuple[str, ...], resident: tuple[bool, ...], output_bytes: int
+) -> np.ndarray:
+    """DRAM bytes per candidate when the operands flagged in ``resident`` stay on chip.
+
+    A resident input costs nothing (a resident graph input's one load is paid once, by the
+    scheduler); a resident output costs nothing either, except a graph output's one write
+    (``output_bytes``), and its partial sums accumulate on chip.
+    """
+    total = np.zeros(traffic.shape[1], dtype=np.int64)
+    for j, role in enumerate(roles):
+        if resident[j]:
+            if role == ROLE_OUTPUT:
+                total = total + output_bytes
+            continue
+        total = total + traffic[j]
+        if role == ROLE_OUTPUT:
+            total = total + psum
+    return total
+
+
+def mode_cost(
+    traffic: np.ndarray, cycles: np.ndarray, sram_words: np.ndarray, word_bytes: int, model: CostModel
+) -> np.ndarray:
+    """Integer score per candidate under ``model`` given its DRAM bytes in one residency mode."""
+    if model.objective == "dram":
+        return traffic.astype(np.int64)
+    latency = np.maximum(cycles, np.ceil(traffic / model.bytes_per_cycle))
+    if model.objective == "latency":
+        return latency.astype(np.int64)
+    energy = (
+        traffic * model.dram_pj_per_byte
+        + (sram_words * word_bytes + traffic) * model.sram_pj_per_byte
+        + latency * model.leakage_pj_per_cycle
+    )
+    return np.round(energy).astype(np.int64)
