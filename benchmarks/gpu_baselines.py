@@ -51,25 +51,37 @@ CASES = (
     Case("gpt2", {"phase": "decode"}, 1, "fp16", "a100_40gb"),
     Case("gpt2", {"phase": "decode"}, 32, "fp16", "h100_sxm"),
     Case("gpt2", {"phase": "decode"}, 32, "fp16", "a100_40gb"),
+    Case("bert_base", {}, 128, "fp16", "a100_80gb"),
+    Case("bert_base", {}, 128, "fp16", "dgx_a100"),
+    Case("bert_base", {}, 128, "fp16", "dgx_h100"),
+    Case("gpt2", {"phase": "decode"}, 32, "fp16", "dgx_h100"),
 )
 
 
 def evaluate(case: Case):
     from dse import zoo
+    from hwmodels.catalogs.gpu import NODES
     from hwmodels.gpu.model import GpuModel
     from mappers.gpu import GpuTileMapper
     from templates.gpu import GpuTemplate
 
     graph = zoo.build(case.model, batch=case.batch, precision=case.precision, **case.options)
-    arch = GpuTemplate().instantiate({"gpu": case.gpu, "precision": case.precision})
+    node = NODES.get(case.gpu)
+    point = {"gpu": node.gpu if node else case.gpu, "precision": case.precision}
+    if node is not None:
+        point.update(gpus=int(node.gpus.value), nvlink_gbps=node.nvlink_gbps.value)
+    arch = GpuTemplate().instantiate(point)
     return graph, arch, GpuModel().evaluate(GpuTileMapper().map(graph, arch), arch)
 
 
 def main() -> int:
-    print("GPU model (catalog numbers, uncalibrated: no GPU device was available) vs published figures")
+    print(
+        "GPU model vs published figures (tuning: 'cal' = constants fitted to measurements of that GPU, "
+        "'cat' = catalog assumptions; dgx_* = 8 GPUs tensor-parallel over NVLink)"
+    )
     header = (
         f"{'workload':<22} {'batch':>5} {'prec':<5} {'gpu':<10} {'model ms':>9} {'inf/s':>9} {'mJ/inf':>8} "
-        f"{'published ms':>12} {'model/pub':>9}  bound / source"
+        f"{'published ms':>12} {'model/pub':>9} tuning  bound / source"
     )
     print(header)
     sources: list[str] = []
@@ -85,13 +97,14 @@ def main() -> int:
                 sources.append(case.source)
             note = f"[{sources.index(case.source) + 1}]"
         elif case.options.get("phase") == "decode":
-            bound_ms = v["dram_mb"] * 1e6 / arch.bytes_per_s * 1e3
-            note = f"bandwidth bound {bound_ms:.3f} ms ({v['dram_mb']:.0f} MB / {arch.mem_gbps:g} GB/s)"
+            bound_ms = v["dram_mb"] * 1e6 / (arch.bytes_per_s * arch.gpus) * 1e3
+            note = f"bandwidth bound {bound_ms:.3f} ms ({v['dram_mb']:.0f} MB / {arch.gpus} x {arch.mem_gbps:g} GB/s)"
         else:
             note = "no published figure found for this configuration"
         print(
             f"{name:<22} {case.batch:>5} {case.precision:<5} {case.gpu:<10} {v['latency_ms']:9.3f} "
-            f"{v['throughput_ips']:9.0f} {v['energy_mj']:8.2f} {published} {ratio}  {note}"
+            f"{v['throughput_ips']:9.0f} {v['energy_mj']:8.2f} {published} {ratio} "
+            f"{'cal' if arch.calibrated else 'cat':<6}  {note}"
         )
     for i, source in enumerate(sources, 1):
         print(f"[{i}] {source}")

@@ -1,16 +1,17 @@
-"""Time GEMM, conv and attention shapes with PyTorch on the available device and write a CSV.
+"""Time GEMM, conv, attention, softmax, layernorm and GELU calls with PyTorch and write a measurement CSV.
 
-Why: the GPU model's achievable fractions and launch overhead are assumptions until they are fitted to
-measured kernels. This script measures on CUDA when present and on the CPU otherwise (so it always runs),
-with warm-up, several repeats and the median, and records the device name and library versions in every
-row. ``--fit GPU`` then fits ``hwmodels.gpu.calibrate`` (fractions, launch overhead and a gradient-boosting residual
-model) on part of the GEMM/conv shapes and prints the error on the held-out ones.
+Why: the GPU model's tuning constants are assumptions until they are fitted to measured kernels. This script
+measures on CUDA when present (CUDA events around each call) and on the CPU otherwise (so it always runs),
+with warm-up, several repeats and the median, and writes the plain format ``hwmodels.gpu.calibrate`` reads
+(GPU, precision, op, shape, latency, how it was taken) plus the device name, library versions and time of
+the run in every row. ``--fit GPU`` prints the calibration's cross-validated error on the measurement;
+``benchmarks/gpu_calibrate.py --csv FILE --gpu GPU --write`` stores the fitted constants.
 
     .venv/bin/python benchmarks/gpu_measure.py --out hwmodels/data/gpu_measured_h100.csv --fit h100_sxm
     .venv/bin/python benchmarks/gpu_measure.py --device cpu --quick --out /tmp/cpu.csv
 
 Every GEMM-shaped row gives the GEMM the model sees (conv: M = N*P*Q, N = K, K = C*R*S; batched matmul:
-``count`` independent GEMMs) so the CSV feeds ``hwmodels.gpu.read_measurements`` directly.
+``count`` independent GEMMs); softmax/layernorm rows are M rows of N, GELU rows M elements.
 """
 
 from __future__ import annotations
@@ -30,20 +31,17 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from hwmodels.gpu.calibrate import PLAIN_COLUMNS  # noqa: E402
+
+# The plain measurement format of ``hwmodels.gpu.calibrate`` (GPU, precision, op, shape, latency, how it was
+# taken) first, then what else this script records about the run.
 COLUMNS = (
-    "kind",
-    "name",
-    "M",
-    "N",
-    "K",
-    "count",
-    "dtype",
-    "elem_bytes",
+    *PLAIN_COLUMNS,
     "flops",
     "bytes",
-    "median_s",
     "min_s",
     "repeats",
+    "elem_bytes",
     "device",
     "device_name",
     "torch",
@@ -96,10 +94,34 @@ ATTENTION = (
 )
 QUICK_ATTENTION = ("bert_b8_s128",)
 
+# (name, op, M rows or elements, N row length): the memory-bound kernels the calibration fits
+MEMORY_OPS = (
+    ("softmax_4096x1024", "softmax", 4096, 1024),
+    ("softmax_4096x4096", "softmax", 4096, 4096),
+    ("softmax_16384x4096", "softmax", 16384, 4096),
+    ("layernorm_4096x768", "layernorm", 4096, 768),
+    ("layernorm_4096x4096", "layernorm", 4096, 4096),
+    ("layernorm_4096x16384", "layernorm", 4096, 16384),
+    ("gelu_1M", "gelu", 2**20, 1),
+    ("gelu_16M", "gelu", 2**24, 1),
+    ("gelu_256M", "gelu", 2**28, 1),
+)
+QUICK_MEMORY_OPS = ("softmax_4096x1024", "layernorm_4096x768", "gelu_1M")
+# CUDA device names -> catalog keys (the calibration is per catalog GPU)
+DEVICE_GPUS = (
+    ("H100 80GB HBM3", "h100_sxm"),
+    ("H100 PCIe", "h100_pcie"),
+    ("A100-SXM4-80GB", "a100_80gb"),
+    ("A100-SXM4-40GB", "a100_40gb"),
+    ("L40S", "l40s"),
+    ("L4", "l4"),
+    ("4090", "rtx_4090"),
+)
+
 
 @dataclass
 class Row:
-    kind: str
+    op: str
     name: str
     M: int
     N: int
@@ -112,6 +134,14 @@ class Row:
     median_s: float
     min_s: float
     repeats: int
+
+
+def catalog_gpu(device_name: str) -> str:
+    """The catalog key of a CUDA device name, else the name itself in lower case (e.g. a CPU)."""
+    for fragment, key in DEVICE_GPUS:
+        if fragment.lower() in device_name.lower():
+            return key
+    return device_name.strip().lower().replace(" ", "_")
 
 
 def device_info(torch, device: str) -> dict[str, str]:
@@ -141,18 +171,29 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def time_call(fn: Callable[[], object], sync: Callable[[], None], warmup: int, repeats: int) -> tuple[float, float]:
-    """(median, min) seconds of ``fn`` over ``repeats`` runs after ``warmup`` untimed ones."""
+def time_call(
+    fn: Callable[[], object], sync: Callable[[], None], warmup: int, repeats: int, torch=None
+) -> tuple[float, float]:
+    """(median, min) seconds of one call of ``fn`` over ``repeats`` runs after ``warmup`` untimed ones: CUDA
+    events around each call on a GPU (``torch`` given), the wall clock around a synchronised call otherwise."""
     for _ in range(warmup):
         fn()
     sync()
     samples = []
     for _ in range(repeats):
         sync()
-        start = time.perf_counter()
-        fn()
-        sync()
-        samples.append(time.perf_counter() - start)
+        if torch is not None:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) * 1e-3)
+        else:
+            start_s = time.perf_counter()
+            fn()
+            sync()
+            samples.append(time.perf_counter() - start_s)
     return statistics.median(samples), min(samples)
 
 
@@ -162,6 +203,7 @@ def measure(device: str, dtype_name: str, warmup: int, repeats: int, quick: bool
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[dtype_name]
     eb = torch.tensor([], dtype=dtype).element_size()
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    events = torch if device == "cuda" else None
     torch.manual_seed(0)
     rows: list[Row] = []
     with torch.inference_mode():
@@ -171,7 +213,7 @@ def measure(device: str, dtype_name: str, warmup: int, repeats: int, quick: bool
             a = torch.randn(count, m, k, device=device, dtype=dtype)
             b = torch.randn(count, k, n, device=device, dtype=dtype)
             fn = (lambda a=a, b=b: torch.bmm(a, b)) if count > 1 else (lambda a=a[0], b=b[0]: a @ b)
-            med, low = time_call(fn, sync, warmup, repeats)
+            med, low = time_call(fn, sync, warmup, repeats, events)
             traffic = (m * k + k * n + m * n) * count * eb
             rows.append(
                 Row("gemm", name, m, n, k, count, dtype_name, eb, 2.0 * m * n * k * count, traffic, med, low, repeats)
@@ -190,6 +232,7 @@ def measure(device: str, dtype_name: str, warmup: int, repeats: int, quick: bool
                 sync,
                 warmup,
                 repeats,
+                events,
             )
             gm, gn, gk = batch * p * q, kout, c * r * s
             traffic = (x.numel() + weight.numel() + batch * kout * p * q) * eb
@@ -208,43 +251,68 @@ def measure(device: str, dtype_name: str, warmup: int, repeats: int, quick: bool
                 scores = torch.softmax((q_ @ k_.transpose(1, 2)) / d**0.5, dim=-1)
                 return scores @ v_
 
-            med, low = time_call(attention, sync, warmup, repeats)
+            med, low = time_call(attention, sync, warmup, repeats, events)
             flops = 4.0 * bh * seq * kv * d + 5.0 * bh * seq * kv
             traffic = (q_.numel() + k_.numel() + v_.numel() + bh * seq * d) * eb
             rows.append(Row("attention", name, seq, kv, d, bh, dtype_name, eb, flops, traffic, med, low, repeats))
+        for name, op, m, n in MEMORY_OPS:
+            if quick and name not in QUICK_MEMORY_OPS:
+                continue
+            x = (
+                torch.randn(m, n, device=device, dtype=dtype)
+                if op != "gelu"
+                else torch.randn(m, device=device, dtype=dtype)
+            )
+            kernel = {
+                "softmax": lambda x=x: torch.softmax(x, dim=-1),
+                "layernorm": lambda x=x, n=n: torch.nn.functional.layer_norm(x, (n,)),
+                "gelu": lambda x=x: torch.nn.functional.gelu(x),
+            }[op]
+            med, low = time_call(kernel, sync, warmup, repeats, events)
+            rows.append(Row(op, name, m, n, 0, 1, dtype_name, eb, 5.0 * m * n, 2.0 * m * n * eb, med, low, repeats))
     return rows, device_info(torch, device)
 
 
-def write_csv(path: Path, rows: list[Row], info: dict[str, str]) -> Path:
+def write_csv(path: Path, rows: list[Row], info: dict[str, str], gpu: str, warmup: int) -> Path:
+    """The plain measurement format (``COLUMNS``): one row per timed call."""
+    timer = "CUDA events" if info["device"] == "cuda" else "wall clock around a synchronised call"
+    source = f"benchmarks/gpu_measure.py on {info['device_name']}, torch {info['torch']} {info['timestamp']}"
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as out:
         writer = csv.DictWriter(out, fieldnames=COLUMNS)
         writer.writeheader()
         for row in rows:
-            writer.writerow({**asdict(row), **info})
+            fields = asdict(row)
+            method = f"eager PyTorch call, {timer}, median of {row.repeats} after {warmup} warm-up"
+            writer.writerow(
+                {
+                    "gpu": gpu,
+                    "precision": fields.pop("dtype"),
+                    "latency_s": repr(fields.pop("median_s")),
+                    "method": method,
+                    "source": source,
+                    **fields,
+                    **info,
+                }
+            )
     return path
 
 
 def fit_and_report(csv_path: Path, gpu: str, precision: str) -> None:
-    """Fit the GPU model to the measured GEMM/conv rows and print held-out errors."""
-    from hwmodels.gpu.calibrate import fit_calibration, read_measurements
+    """Fit the GPU model's tuning constants to the measured rows and print the error per op kind."""
+    from hwmodels.gpu.calibrate import evaluate, read_measurements
     from templates.gpu import GpuTemplate
 
     arch = GpuTemplate().instantiate({"gpu": gpu, "precision": precision})
-    measurements = read_measurements(csv_path)
-    result = fit_calibration(measurements, arch)
-    print(f"fit on {result.n_fit} shapes, held out {result.n_heldout} ({arch.display}, {precision})")
-    print(
-        f"  fitted compute_fraction={result.compute_fraction:.3f} bandwidth_fraction={result.bandwidth_fraction:.3f} "
-        f"launch_us={result.launch_us:.2f}"
-    )
-    print(f"  MAPE on fitted shapes (model): {result.fit_mape:.1f} %")
-    print(
-        f"  MAPE on held-out shapes: model {result.heldout_mape_model:.1f} %, "
-        f"model+GBM {result.heldout_mape_boosted:.1f} %"
-    )
-    for r in result.heldout:
-        print(f"    {r['name']:<24} measured {r['measured_s'] * 1e6:10.1f} us  model {r['model_s'] * 1e6:10.1f} us")
+    rows = [m for m in read_measurements(csv_path) if m.op in ("gemm", "conv", "softmax", "layernorm", "gelu")]
+    report = evaluate(rows, arch, k=min(5, max(2, len(rows) // 4)))
+    print(f"fit on {len(rows)} calls ({arch.display}, {precision}); mean absolute error per op kind:")
+    for kind, error in report.cross_validated.items():
+        print(
+            f"  {kind:<10} uncalibrated {report.shipped.get(kind, float('nan')):6.1f} %   "
+            f"cross-validated {error:6.1f} %"
+        )
+    print("store the constants with: benchmarks/gpu_calibrate.py --csv", csv_path, "--gpu", gpu, "--write")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,7 +325,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="a few small shapes only (seconds on a CPU)")
     parser.add_argument("--out", type=Path, default=Path("gpu_measure.csv"))
-    parser.add_argument("--fit", metavar="GPU", help="fit hwmodels.gpu.calibrate for this catalog GPU on the measurement")
+    parser.add_argument("--gpu", help="catalog GPU written in the gpu column (default: from the device name)")
+    parser.add_argument(
+        "--fit", metavar="GPU", help="fit hwmodels.gpu.calibrate for this catalog GPU on the measurement"
+    )
     args = parser.parse_args(argv)
     try:
         import torch
@@ -272,11 +343,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     dtype = args.dtype or ("fp16" if device == "cuda" else "fp32")
     rows, info = measure(device, dtype, args.warmup, args.repeats, args.quick)
-    path = write_csv(args.out, rows, info)
+    path = write_csv(args.out, rows, info, args.gpu or catalog_gpu(info["device_name"]), args.warmup)
     print(f"{info['device_name']} ({device}), torch {info['torch']}, {dtype}: {len(rows)} shapes -> {path}")
     for r in rows:
         achieved = r.flops / r.median_s / 1e12
-        print(f"  {r.kind:<9} {r.name:<24} median {r.median_s * 1e6:11.1f} us  {achieved:8.3f} TFLOPS")
+        print(f"  {r.op:<9} {r.name:<24} median {r.median_s * 1e6:11.1f} us  {achieved:8.3f} TFLOPS")
     if args.fit:
         fit_and_report(path, args.fit, dtype)
     return 0

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +18,7 @@ import pandas as pd
 
 import dse
 from dse import compare, export, schedule, zoo
+from dse.describe import workload_lines
 from dse.errors import EXIT_USER_ERROR, UserError
 from dse.explore import explore
 from dse.graph import GraphError
@@ -33,6 +36,8 @@ from templates.base import TemplateError
 # Modules that add their own sub-commands: each has ``register(subparsers)`` which adds a parser
 # whose ``func(args) -> int`` runs it (user errors raised as UserError and friends, as everywhere).
 COMMAND_MODULES = (schedule, compare, export, surrogate_cli)
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 USER_ERRORS: tuple[type[BaseException], ...] = (UserError, GraphError, TemplateError, MappingError)
 
 
@@ -127,7 +132,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     space = DesignSpace.from_spec(spec)
     graph, _ = build_evaluator(spec)
-    print(f"{args.spec}: ok — {graph.summary()}; {space.grid_size()} grid points over {len(space.free)} free params")
+    continuous = [d.name for d in space.dims if not d.has_grid]
+    size = f"{space.grid_size():,} grid points" if not continuous else f"continuous in {', '.join(continuous)}"
+    print(f"{args.spec}: ok — {graph.summary()}; {size} over {len(space.free)} free params")
+    print("\n".join(workload_lines(graph)))
     return 0
 
 
@@ -175,17 +183,40 @@ def make_parser() -> argparse.ArgumentParser:
     return p
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so every ``finally``/cleanup runs (temporary files removed, store closed)."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread (an embedding program): leave its signal handling alone
+        previous = None
     try:
         return int(args.func(args) or 0)
     except USER_ERRORS as exc:
         print(f"dse: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        print("dse: interrupted; everything evaluated so far is in the store (run again to resume)", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        print(
+            f"dse: {'terminated' if terminated else 'interrupted'}; every point evaluated so far is in the store "
+            "and no half-written file was left (run the same command again to resume)",
+            file=sys.stderr,
+        )
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader went away (`dse validate SPEC | head`): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

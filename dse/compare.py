@@ -4,8 +4,10 @@ Why: an accelerator design is only interesting relative to an H100 or an L4 runn
 For each Pareto design and each baseline GPU (``baselines: [h100, a100]`` in the spec, or
 ``dse compare DIR --baselines ...``) this module gives latency, throughput, energy per inference,
 performance per watt and the ratio to the best GPU, per workload and per layer, plus the roofline of the
-best GPU and of the knee design side by side. GPU figures come from ``hwmodels.gpu.model`` (catalog numbers,
-uncalibrated achievable fractions; energy an estimate from TDP and utilization).
+best GPU and of the knee design side by side. GPU figures come from ``hwmodels.gpu.model`` (catalog numbers;
+tuning constants fitted to measurements for a calibrated GPU, assumed for a catalog-only one — the
+``calibration`` column says which; energy an estimate from TDP and utilization). A baseline may be a
+multi-GPU node (``dgx_h100``, ``dgx_a100``): its GPUs run the workload tensor-parallel over NVLink.
 
 ``dse compare DIR`` prints the table and writes ``compare.csv`` and ``compare_layers.csv`` into DIR; the
 explorer calls :func:`compare_run` when the spec lists baselines and the report shows the result.
@@ -31,7 +33,7 @@ from dse.pareto import knee_point_id
 from dse.registry import family, make_mapper
 from dse.rundir import open_run
 from dse.session import build_graph
-from hwmodels.catalogs.gpu import UnknownGpuError, canonical_gpu_name, get_gpu
+from hwmodels.catalogs.gpu import NODES, UnknownGpuError, canonical_baseline_name, get_gpu
 from hwmodels.gpu.model import ENERGY_NOTE
 
 DEFAULT_BASELINES = ("h100_sxm", "a100_80gb")
@@ -42,6 +44,7 @@ SUMMARY_COLUMNS = (
     "name",
     "kind",
     "precision",
+    "calibration",
     "latency_ms",
     "throughput_ips",
     "energy_mj",
@@ -80,11 +83,11 @@ class Comparison:
 # Baselines
 # ---------------------------------------------------------------------------------------------------
 def baseline_names(names: Sequence[str]) -> list[str]:
-    """Catalog keys for user-written names (aliases allowed); UserError naming the bad one."""
+    """Catalog keys (GPUs or node presets) for user-written names (aliases allowed); UserError naming the bad one."""
     out = []
     for name in names:
         try:
-            key = canonical_gpu_name(name)
+            key = canonical_baseline_name(name)
         except UnknownGpuError as err:
             raise UserError(
                 f"unknown baseline GPU {name!r}; {err.message.split('; ', 1)[1]}", where="--baselines"
@@ -111,13 +114,19 @@ def evaluate_baselines(graph: Graph, names: Sequence[str], precision: str) -> tu
     template, mapper, model = gpu.template(), make_mapper("gpu"), gpu.hwmodel()
     baselines, notes = [], []
     for name in baseline_names(names):
-        run_at = gpu_precision(name, precision)
+        node = NODES.get(name)
+        gpu_name = node.gpu if node is not None else name
+        run_at = gpu_precision(gpu_name, precision)
         g = graph if run_at == precision else graph.with_elem_bytes(PRECISION_BYTES[run_at])
-        arch = template.instantiate({"gpu": name, "precision": run_at})
+        point: dict[str, Any] = {"gpu": gpu_name, "precision": run_at}
+        if node is not None:
+            point.update(gpus=int(node.gpus.value), nvlink_gbps=node.nvlink_gbps.value)
+        arch = template.instantiate(point)
+        display = node.display if node is not None else arch.display
         if run_at != precision:
-            notes.append(f"{arch.display} has no {precision} tensor math; it runs the workload at {run_at}")
+            notes.append(f"{display} has no {precision} tensor math; it runs the workload at {run_at}")
         metrics = model.evaluate(mapper.map(g, arch), arch)
-        baselines.append(GpuBaseline(name, arch.display, run_at, arch, metrics))
+        baselines.append(GpuBaseline(name, display, run_at, arch, metrics))
     return baselines, notes
 
 
@@ -151,6 +160,7 @@ def summary_frame(
                 "name": b.display,
                 "kind": "gpu",
                 "precision": b.precision,
+                "calibration": b.arch.calibration,
                 "latency_ms": v["latency_ms"],
                 "throughput_ips": v["throughput_ips"],
                 "energy_mj": v["energy_mj"],
@@ -167,6 +177,7 @@ def summary_frame(
                 "name": _design_label(row, param_names),
                 "kind": "design",
                 "precision": precision,
+                "calibration": "",
                 "latency_ms": row.get("latency_ms", math.nan),
                 "throughput_ips": row.get("throughput_ips", math.nan),
                 "energy_mj": row.get("energy_mj", math.nan),
@@ -385,12 +396,26 @@ def compare_run(
         ("fig-compare-bars", comparison_bar_figure(summary)),
         ("fig-compare-roofline", roofline_figure(gpus, knee, knee_layers, kind)),
     ]
-    notes = [*notes, ENERGY_NOTE, "GPU latencies are modelled from catalog numbers (no device calibration)"]
+    notes = [*notes, ENERGY_NOTE, *calibration_notes(gpus)]
     if knee is not None:
         notes.append(f"per-layer columns compare the knee design {str(knee['point_id'])[:8]} with each GPU")
     if pareto.empty:
         notes.append("the run has no Pareto designs; only the GPUs are shown")
     return Comparison(workload=graph.name, summary=summary, layers=per_layer, figures=figures, notes=notes)
+
+
+def calibration_notes(baselines: Sequence[GpuBaseline]) -> list[str]:
+    """Per GPU: calibrated on which measurements, or catalog-only; nodes say how they split the work."""
+    notes = []
+    for b in baselines:
+        line = f"{b.display}: {b.arch.calibration}"
+        if b.arch.gpus > 1:
+            line += (
+                f"; {b.arch.gpus} GPUs tensor-parallel (Megatron-style: one ring all-reduce per column/row matmul "
+                f"pair) over NVLink {b.arch.nvlink_gbps:g} GB/s per direction"
+            )
+        notes.append(line)
+    return notes
 
 
 def write_comparison(out_dir: Path, comparison: Comparison) -> list[Path]:
@@ -422,14 +447,17 @@ def compare_dir(run_dir: Path, baselines: Sequence[str] | None = None) -> Compar
 def format_table(summary: pd.DataFrame) -> str:
     header = (
         f"{'':<2}{'name':<44} {'lat ms':>10} {'inf/s':>11} {'mJ/inf':>10} {'inf/J':>9} {'lat/best':>9} {'E/best':>8}"
+        f"  {'tuning':<10}"
     )
     lines = [header]
     for _, r in summary.iterrows():
         tag = "G " if r["kind"] == "gpu" else "D "
+        calibration = str(r.get("calibration", "") or "")
+        tuning = "" if r["kind"] != "gpu" else "calibrated" if calibration.startswith("calibrated") else "catalog"
         lines.append(
             f"{tag}{str(r['name'])[:44]:<44} {r['latency_ms']:>10.4g} {r['throughput_ips']:>11.5g} "
             f"{r['energy_mj']:>10.4g} {r['inferences_per_j']:>9.4g} {r['latency_vs_best_gpu']:>9.3g} "
-            f"{r['energy_vs_best_gpu']:>8.3g}"
+            f"{r['energy_vs_best_gpu']:>8.3g}  {tuning:<10}"
         )
     return "\n".join(lines)
 
@@ -454,6 +482,6 @@ def register(sub: Any) -> None:
         "--baselines",
         action="append",
         metavar="GPU[,GPU]",
-        help="GPUs to compare with (default: the spec's baselines, else h100 and a100)",
+        help="GPUs or nodes (dgx_h100, dgx_a100) to compare with (default: the spec's baselines, else h100 and a100)",
     )
     p.set_defaults(func=cmd_compare)

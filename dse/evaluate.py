@@ -6,7 +6,7 @@ so process pools and Dask workers can carry it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +16,8 @@ from hwmodels.base import HwModel, Metrics
 from mappers.base import Mapper
 from mappers.base import Mapping as OpsMapping
 from templates.base import Arch, Template
+
+SOLVER_FACTS = ("status", "gap", "bound", "value", "limit_hit", "seconds", "note")  # kept in Metrics.info["solver"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class PointEvaluator:
     mapper_name: str | None = None
     fixed: dict[str, Any] = field(default_factory=dict)
     mapper_options: dict[str, Any] = field(default_factory=dict)
+    accuracy: Callable[[Arch, OpsMapping], dict[str, float]] | None = None  # dse.quant's metrics hook
 
     def __post_init__(self) -> None:
         fam = family(self.template_kind)
@@ -70,7 +73,12 @@ class PointEvaluator:
     def trace(self, point: Mapping[str, Any]) -> Trace:
         arch = self.arch(point)
         mapping = self._mapper.map(self.graph, arch)
-        return Trace(arch, mapping, self._hwmodel.evaluate(mapping, arch))
+        metrics = self._hwmodel.evaluate(mapping, arch)
+        if "status" in mapping.solver:  # a solver's outcome (status, gap) travels with the metrics into the store
+            metrics.info.setdefault("solver", {k: v for k, v in mapping.solver.items() if k in SOLVER_FACTS})
+        if self.accuracy is not None:
+            metrics.values.update(self.accuracy(arch, mapping))
+        return Trace(arch, mapping, metrics)
 
     def __call__(self, point: Mapping[str, Any]) -> Metrics:
         return self.trace(point).metrics

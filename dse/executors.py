@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import signal
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
@@ -114,8 +115,13 @@ _WORKER_TASK: Callable[[Any], Any] | None = None
 
 
 def _install_worker_task(task: Task) -> None:
-    """Pool initializer: unpickled once per worker process, then reused for every point."""
+    """Pool initializer: unpickled once per worker process, then reused for every point.
+
+    Workers ignore Ctrl-C (the terminal sends it to the whole process group): the explorer
+    process alone handles it, stores what finished and shuts the pool down.
+    """
     global _WORKER_TASK
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER_TASK = resolve_task(task)
 
 

@@ -230,6 +230,7 @@ class Sweep:
                 evaluator=self.evaluator_name,
                 exact=exact,
                 layers_blob=flat.layers_blob,
+                solver=getattr(flat, "solver", None),
                 **common,
             )
         return PointRecord(status="failed", reason=outcome.error, evaluator=self.evaluator_name, exact=False, **common)

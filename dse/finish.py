@@ -6,8 +6,10 @@ regenerates the same files from the store alone, so a regenerated report is the 
 
 from __future__ import annotations
 
+import os
 import shutil
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,18 +114,42 @@ def spec_yaml_text(spec: Spec) -> str:
 
 
 def write_outputs(out_dir: Path, spec: Spec, points: pd.DataFrame, pareto: pd.DataFrame, history: pd.DataFrame) -> None:
-    """points.parquet, points.csv, pareto.csv, hypervolume.csv and spec.yaml."""
-    parquet_safe(points).to_parquet(out_dir / "points.parquet", index=False)
-    points.to_csv(out_dir / "points.csv", index=False)
-    pareto.to_csv(out_dir / "pareto.csv", index=False)
-    history.to_csv(out_dir / "hypervolume.csv", index=False)
+    """points.parquet, points.csv, pareto.csv, hypervolume.csv and spec.yaml, each written atomically."""
+    safe = parquet_safe(points)
+    atomic_write(out_dir / "points.parquet", lambda path: safe.to_parquet(path, index=False))
+    atomic_write(out_dir / "points.csv", lambda path: points.to_csv(path, index=False))
+    atomic_write(out_dir / "pareto.csv", lambda path: pareto.to_csv(path, index=False))
+    atomic_write(out_dir / "hypervolume.csv", lambda path: history.to_csv(path, index=False))
     target = out_dir / "spec.yaml"
     source = spec.path
     if source is not None and Path(source).is_file():
         if Path(source).resolve() != target.resolve():
-            shutil.copyfile(source, target)
+            atomic_write(target, lambda path: shutil.copyfile(source, path))
     else:
-        target.write_text(spec_yaml_text(spec))
+        text = spec_yaml_text(spec)
+        atomic_write(target, lambda path: path.write_text(text))
+
+
+def atomic_write(path: Path, write: Callable[[Path], object]) -> Path:
+    """Call ``write(temporary)`` on a hidden file beside ``path``, then rename it onto ``path``.
+
+    A reader (or a run stopped by Ctrl-C / SIGTERM half-way) sees the old file or the whole new one,
+    never a partial one: the rename is atomic within a folder, and an interrupted write's temporary
+    file is removed before the interruption goes on.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    os.close(handle)
+    temporary = Path(name)
+    try:
+        write(temporary)
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; run files are meant to be shared
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return path
 
 
 def parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:

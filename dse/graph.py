@@ -9,7 +9,7 @@ bottom of the pipeline (spec -> graph -> arch -> mapping -> metrics).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
@@ -99,6 +99,37 @@ class Tensor:
 
 
 @dataclass(frozen=True)
+class OpSparsity:
+    """How sparse an op's operands are (``Op.attrs["sparsity"]``; absent = dense).
+
+    ``n:m`` is a structured pattern on the weights (at most n non-zeros in every m consecutive weights
+    along the reduction, as 2:4 tensor cores and SCALE-Sim v3 take it; 1:1 = not structured);
+    ``weight_density`` the fraction of non-zero weights (n/m for a pattern, any value for unstructured
+    sparsity); ``act_density`` that of the input activations (ReLU zeros).
+    """
+
+    n: int = 1
+    m: int = 1
+    weight_density: float = 1.0
+    act_density: float = 1.0
+
+    @property
+    def structured(self) -> bool:
+        return self.m > 1 and self.n < self.m
+
+    @property
+    def dense(self) -> bool:
+        return not self.structured and self.weight_density >= 1.0 and self.act_density >= 1.0
+
+    @property
+    def label(self) -> str:
+        """``"2:4"``, ``"d=0.30"`` (unstructured) or ``"dense"``."""
+        if self.structured:
+            return f"{self.n}:{self.m}"
+        return "dense" if self.weight_density >= 1.0 else f"d={self.weight_density:.2f}"
+
+
+@dataclass(frozen=True)
 class Op:
     """One operator: its loop nest (``dims``), tensors and work.
 
@@ -146,10 +177,18 @@ class Op:
             return 9 * d["B"] * d["L"] * d["D"] * d["S"]
         raise GraphError(f"unknown op kind {k!r}", node=self.name)
 
+    @property
+    def sparsity(self) -> OpSparsity:
+        """The op's operand sparsity (dense unless a workload's ``sparsity`` or an importer set it)."""
+        return self.attrs.get("sparsity") or DENSE
+
     def shape_key(self) -> tuple:
         """Identity of the work, independent of names: equal keys cost the same on any arch."""
         attrs = tuple(sorted((k, _freeze(v)) for k, v in self.attrs.items() if k != "source"))
         return (self.kind.value, tuple(sorted(self.dims.items())), attrs)
+
+
+DENSE = OpSparsity()
 
 
 def _freeze(v: Any) -> Any:
@@ -233,7 +272,8 @@ class Graph:
             kinds[op.kind.value] = kinds.get(op.kind.value, 0) + 1
         parts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
         return (
-            f"{self.name}: {len(self.ops)} ops ({parts}), {_si(self.macs)}MAC, {_si(self.weight_bytes, 1024)}B weights"
+            f"{self.name}: {len(self.ops)} ops ({parts}), {human_count(self.macs)}MAC, "
+            f"{human_count(self.weight_bytes, 1024)}B weights"
         )
 
     def with_elem_bytes(self, elem_bytes: int) -> Graph:
@@ -242,7 +282,7 @@ class Graph:
         return Graph(self.name, list(self.ops), tensors, dict(self.meta))
 
 
-def _si(value: float, base: int = 1000) -> str:
+def human_count(value: float, base: int = 1000) -> str:
     """4.09 G, 569 M, 4.26 k: human-sized counts for summaries (base 1024 gives Ki/Mi/Gi)."""
     units = ["", "k", "M", "G", "T"] if base == 1000 else ["", "Ki", "Mi", "Gi", "Ti"]
     i = 0
@@ -487,3 +527,38 @@ class GraphBuilder:
         for t in produced - consumed:
             tensors[t] = replace(tensors[t], kind="output")
         return Graph(self.name, list(self.ops), tensors, dict(self.meta))
+
+
+def merge_graphs(parts: Sequence[tuple[str, Graph]], rates: Mapping[str, float] | None = None) -> Graph:
+    """Several models as one graph (a multi-DNN workload): every op and tensor name is prefixed with
+    ``<model>/``, every op records its model in ``attrs["model"]``, ``meta["model_rates"]`` holds each
+    model's rate (inferences/s; 1 when not given) and ``meta["models"]`` their order."""
+    ops: list[Op] = []
+    tensors: dict[str, Tensor] = {}
+    for label, g in parts:
+
+        def name(t: str, label: str = label) -> str:
+            return f"{label}/{t}"
+
+        tensors.update({name(t): replace(tensor, name=name(t)) for t, tensor in g.tensors.items()})
+        for op in g.ops:
+            ops.append(
+                replace(
+                    op,
+                    name=name(op.name),
+                    inputs=tuple(map(name, op.inputs)),
+                    outputs=tuple(map(name, op.outputs)),
+                    weights=tuple(map(name, op.weights)),
+                    attrs={**op.attrs, "model": label},
+                )
+            )
+    labels = [label for label, _ in parts]
+    first = parts[0][1].meta if parts else {}
+    meta = {
+        "model": "+".join(labels),
+        "models": labels,
+        "model_rates": {label: float((rates or {}).get(label, 1.0)) for label in labels},
+        "batch": first.get("batch", 1),
+        "precision": first.get("precision"),
+    }
+    return Graph("+".join(g.name for _, g in parts), ops, tensors, meta)

@@ -17,11 +17,14 @@ from dse.errors import UserError
 from hwmodels.base import HwModel
 from hwmodels.fpga.model import FpgaDataflowModel
 from hwmodels.gpu.model import GpuModel
+from hwmodels.multicore.model import MulticoreModel
 from hwmodels.rdu.model import RduModel
 from hwmodels.systolic.model import SystolicModel
 from mappers.base import Mapper, MappingError
 from mappers.fpga import FpgaDataflowMapper
 from mappers.gpu import GpuTileMapper
+from mappers.multicore.cpsat import MulticoreCpSatMapper
+from mappers.multicore.greedy import MulticoreGreedyMapper
 from mappers.rdu.sections import RduSectionMapper, RduUnfusedMapper
 from mappers.systolic.cpsat import CpSatMapper
 from mappers.systolic.fold import SystolicFoldMapper
@@ -29,6 +32,7 @@ from mappers.systolic.greedy import GreedyMapper
 from templates.base import Template
 from templates.fpga_dataflow import FpgaDataflowTemplate
 from templates.gpu import GpuTemplate
+from templates.multicore import MulticoreTemplate
 from templates.rdu import RduTemplate
 from templates.systolic import SystolicTemplate
 
@@ -74,6 +78,12 @@ FAMILIES: dict[str, Family] = {
         mappers={"sections": RduSectionMapper, "unfused": RduUnfusedMapper},
         hwmodel=RduModel,
         doc="reconfigurable dataflow unit: PCUs/PMUs, SRAM/HBM/DDR, fused sections",
+    ),
+    "multicore": Family(
+        template=MulticoreTemplate,
+        mappers={"multicore": MulticoreCpSatMapper, "greedy": MulticoreGreedyMapper},
+        hwmodel=MulticoreModel,
+        doc="heterogeneous systolic cores on a bus/mesh with shared DRAM; CP-SAT layer/tile scheduling",
     ),
 }
 

@@ -15,7 +15,7 @@ import math
 import random
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -30,6 +30,7 @@ from dse.objectives import Constraint, Objective
 STRATEGIES = ("grid", "random", "nsga2", "tpe", "gp")
 SAMPLERS = ("nsga2", "tpe", "gp")  # the strategies optuna drives
 DEFAULT_SEED = 0
+MAX_GRID = 1_000_000  # default search.max_grid: the largest grid evaluated whole without a budget
 MAX_VIOLATION = 1e12  # a missing constraint metric is an infinite violation; optuna wants finite numbers
 
 
@@ -75,24 +76,25 @@ class SearchStrategy(ABC):
 
 
 class ListStrategy(SearchStrategy):
-    """A fixed list of points (grid, random): resuming is simply skipping what the store already has."""
+    """A fixed sequence of points (grid, random), streamed: resuming is simply skipping what the store has.
 
-    def __init__(self, name: str, points: list[dict[str, Any]], budget: int, notes: list[str] | None = None):
+    ``points`` may be any iterable (a generator over a space of any size): it is read one batch at a
+    time and never listed, so memory stays flat in the number of points.
+    """
+
+    def __init__(self, name: str, points: Iterable[dict[str, Any]], budget: int, notes: list[str] | None = None):
         self.name = name
         self.tag = name
         self.budget = budget
         self.notes = notes or []
-        self._points = points
-        self._next = 0
+        self._points = iter(points)
 
     def batch_size(self, workers: int) -> int:
         """Nothing to learn between batches: keep every worker busy with a deep queue."""
         return max(1, workers) * 16
 
     def ask(self, n: int) -> list[Proposal]:
-        batch = self._points[self._next : self._next + n]
-        self._next += len(batch)
-        return [Proposal(dict(point)) for point in batch]
+        return [Proposal(dict(point)) for point in islice(self._points, n)]
 
 
 def ordinal_values(dim: Any) -> tuple | None:
@@ -414,6 +416,22 @@ def default_startup_trials(budget: int) -> int:
     return max(4, min(10, budget // 4))
 
 
+def check_grid_size(size: int, budget: int | None, max_grid: int | None) -> None:
+    """Refuse a whole grid larger than ``search.max_grid`` (default ``MAX_GRID``) when no budget caps it.
+
+    The size is exact (a Python int), computed before any point is listed, so a space of 10^20 points
+    is refused in microseconds instead of exhausting memory.
+    """
+    limit = MAX_GRID if max_grid is None else int(max_grid)
+    if budget is None and size > limit:
+        raise UserError(
+            f"the grid has {size:,} points, more than search.max_grid ({limit:,}); give search.budget: N to "
+            "evaluate the first N grid points, use a sampling strategy with a budget (random, tpe, nsga2, gp), "
+            "or raise search.max_grid",
+            where="search",
+        )
+
+
 def make_strategy(
     spec: Any,
     space: Any,
@@ -429,17 +447,18 @@ def make_strategy(
     budget = getattr(search, "budget", None)
     if name == "grid":
         size = space.grid_size()
+        check_grid_size(size, budget, getattr(search, "max_grid", None))
         budget = size if budget is None else min(int(budget), size)
         notes = []
         if budget < size:
             notes.append(f"grid has {size} points; the budget of {budget} evaluates the first {budget} in grid order")
-        return ListStrategy("grid", [dict(p) for p in islice(space.grid(), budget)], budget, notes)
+        return ListStrategy("grid", islice(space.grid(), budget), budget, notes)
     if budget is None:
         raise UserError(f"search strategy {name!r} needs a budget (number of points)", where="search.budget")
     budget = int(budget)
     if name == "random":
         seed = DEFAULT_SEED if seed is None else seed
-        return ListStrategy("random", [dict(p) for p in space.sample(budget, seed)], budget)
+        return ListStrategy("random", space.iter_sample(budget, seed), budget)
     if name in SAMPLERS:
         return OptunaStrategy(name, space, objectives, constraints, budget, seed, getattr(search, "population", None))
     raise UserError(f"unknown search strategy {search.strategy!r}; allowed: {', '.join(STRATEGIES)}", "search.strategy")

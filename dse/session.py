@@ -13,8 +13,10 @@ import yaml
 
 from dse.errors import UserError
 from dse.evaluate import PointEvaluator
-from dse.graph import Graph, GraphError
-from dse.space import DesignSpace, Dimension
+from dse.graph import Graph, GraphError, merge_graphs
+from dse.quant.accuracy import FpgaAccuracy
+from dse.quant.precision import PrecisionAccuracy
+from dse.space import MAX_MAGNITUDE, DesignSpace, Dimension
 from dse.spec import Spec
 from dse.workload import load_workload
 
@@ -22,6 +24,15 @@ from dse.workload import load_workload
 def build_graph(spec: Spec) -> Graph:
     """The spec's workload graph; a bad model is one UserError located at ``workload.model``."""
     w = spec.workload
+    if w.models is not None:  # several DNNs sharing the hardware: one graph, each op tagged with its model
+        parts = []
+        for i, entry in enumerate(w.models):
+            try:
+                graph = load_workload(entry.model, batch=w.batch, precision=w.precision, **entry.options)
+            except (UserError, GraphError, ValueError, KeyError) as exc:
+                raise UserError(str(exc.args[0] if exc.args else exc), spec.locate(f"workload.models[{i}]")) from None
+            parts.append((entry.model, graph))
+        return merge_graphs(parts, {entry.model: entry.rate for entry in w.models})
     try:
         return load_workload(w.model, batch=w.batch, precision=w.precision, base_dir=spec.base_dir, **w.options)
     except (UserError, GraphError, ValueError, KeyError) as exc:
@@ -37,6 +48,16 @@ def build_evaluator(spec: Spec) -> tuple[Graph, PointEvaluator]:
     evaluator = PointEvaluator(
         graph, spec.template.kind, spec.template.mapper, spec.fixed_params(), dict(spec.template.mapper_options)
     )
+    data = spec.workload.data_path
+    if data is not None:  # accuracy metrics: data, weights and float baseline checked here, once (a bad file exits 2)
+        if spec.template.kind == "fpga_dataflow":
+            evaluator.accuracy = FpgaAccuracy(graph, str(data))
+        else:  # the template's `precision` applied to the ONNX model
+            evaluator.accuracy = PrecisionAccuracy(str(graph.meta["source"]), str(data))
+        try:
+            evaluator.accuracy.prepare()
+        except UserError as exc:
+            raise UserError(exc.message, spec.locate("workload.data")) from None
     return graph, evaluator
 
 
@@ -51,6 +72,12 @@ def parse_point(items: Sequence[str]) -> dict[str, Any]:
             value = yaml.safe_load(raw)
         except yaml.YAMLError:
             value = raw
+        if not isinstance(value, (str, int, float, bool)):
+            raise UserError(
+                f"--point {item[:60]!r}: the value must be one number, text or true/false", where="command line"
+            )
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) <= MAX_MAGNITUDE:
+            raise UserError(f"--point {item[:60]!r}: give a finite number within ±{MAX_MAGNITUDE:g}", "command line")
         point[name.strip()] = value
     return point
 

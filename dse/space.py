@@ -9,10 +9,12 @@ stored and handed to ``Template.instantiate`` as is.
 
 from __future__ import annotations
 
-import itertools
+import hashlib
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -23,6 +25,8 @@ from templates.base import Param, TemplateError
 SCALAR_TYPES = (str, int, float, bool)
 RANGE_KEYS = ("range", "log_range", "step", "num")
 _FLOAT_TOL = 1e-9
+MAX_MAGNITUDE = 1e15  # no hardware parameter is larger; beyond it floats lose whole numbers and numpy's int64 ends
+MAX_NUM = 1_000_000  # `num:` points in one range: the values are listed, so their count is bounded
 
 
 class SpaceError(ValueError):
@@ -111,30 +115,59 @@ class Dimension:
             return self.values[0]
         return coerce(self.low, self.ptype)
 
-    def grid_values(self) -> tuple:
-        """The values a grid search visits, in increasing order for ranges. Deterministic."""
+    def grid_count(self) -> int:
+        """How many values ``grid_values`` holds, computed without listing them (exact, any size)."""
         if self.values is not None:
-            return self.values
-        low, high = float(self.low), float(self.high)
-        if self.ptype == "int":
-            lo, hi = int(low), int(high)
-            if self.log:
-                if self.num is None:
-                    return tuple(int(v) for v in _doubling(lo, hi))
-                return _unique([int(round(v)) for v in np.geomspace(lo, hi, self.num)])
-            if self.num is not None:
-                return _unique([int(round(v)) for v in np.linspace(lo, hi, self.num)])
-            return tuple(range(lo, hi + 1, int(self.step or 1)))
-        if self.log:
-            if self.num is None:
-                return tuple(float(v) for v in _doubling(low, high))
-            return tuple(float(v) for v in np.geomspace(low, high, self.num))
+            return len(self.values)
         if self.num is not None:
-            return tuple(float(v) for v in np.linspace(low, high, self.num))
+            return len(self._num_values)
+        if self.log:
+            return len(self._doubling)
+        if self.ptype == "int":
+            return (int(self.high) - int(self.low)) // int(self.step or 1) + 1
         if self.step is not None:
-            count = math.floor((high - low) / self.step + _FLOAT_TOL) + 1
-            return tuple(round(low + k * self.step, 12) for k in range(count))
-        raise ValueError(
+            return math.floor((float(self.high) - float(self.low)) / self.step + _FLOAT_TOL) + 1
+        raise ValueError(self._no_grid_message())
+
+    def grid_value(self, k: int) -> Any:
+        """The ``k``-th grid value (0-based), computed without listing the others."""
+        if self.values is not None:
+            return self.values[k]
+        if self.num is not None:
+            return self._num_values[k]
+        if self.log:
+            return self._doubling[k]
+        if self.ptype == "int":
+            return int(self.low) + k * int(self.step or 1)
+        if self.step is not None:
+            return round(float(self.low) + k * self.step, 12)
+        raise ValueError(self._no_grid_message())
+
+    def grid_values(self) -> tuple:
+        """The values a grid search visits, in increasing order for ranges. Deterministic.
+
+        Lists them all: for a dimension of any size use ``grid_count`` and ``grid_value`` instead.
+        """
+        return tuple(self.grid_value(k) for k in range(self.grid_count()))
+
+    @cached_property
+    def _doubling(self) -> tuple:
+        """low, 2*low, 4*low, ... up to high: at most about a thousand values for any finite bounds."""
+        if self.ptype == "int":
+            return tuple(int(v) for v in _doubling(int(self.low), int(self.high)))
+        return tuple(float(v) for v in _doubling(float(self.low), float(self.high)))
+
+    @cached_property
+    def _num_values(self) -> tuple:
+        """``num`` evenly (or geometrically) spaced values; ``num`` is capped at MAX_NUM by the spec check."""
+        low, high = float(self.low), float(self.high)
+        spaced = np.geomspace(low, high, self.num) if self.log else np.linspace(low, high, self.num)
+        if self.ptype == "int":
+            return _unique([int(round(v)) for v in spaced])
+        return tuple(float(v) for v in spaced)
+
+    def _no_grid_message(self) -> str:
+        return (
             f"{self.name}: a float range needs `num` or `step` to form a grid; "
             "add num: N or step: S, or use a sampling strategy (random, nsga2, tpe, gp)"
         )
@@ -150,14 +183,21 @@ class Dimension:
             return (hi - lo) // int(self.step) + 1
         return hi - lo + 1
 
-    def support(self) -> tuple:
-        """Every value ``sample`` can return (discrete dimensions only)."""
+    def support_value(self, k: int) -> Any:
+        """The ``k``-th value ``sample`` can return (discrete dimensions only), computed without listing."""
         if self.values is not None:
-            return self.values
+            return self.values[k]
         if self.ptype != "int":
             raise ValueError(f"{self.name} is continuous; it has no finite support")
         step = int(self.step) if (self.step is not None and not self.log) else 1
-        return tuple(range(int(self.low), int(self.high) + 1, step))
+        return int(self.low) + k * step
+
+    def support(self) -> tuple:
+        """Every value ``sample`` can return (discrete dimensions only; lists them, so small ones only)."""
+        size = self.support_size()
+        if size is None:
+            raise ValueError(f"{self.name} is continuous; it has no finite support")
+        return tuple(self.support_value(k) for k in range(size))
 
     def sample(self, rng: np.random.Generator) -> Any:
         """One value: uniform over choices, uniform / log-uniform within a range, of the right type."""
@@ -195,7 +235,13 @@ class Dimension:
 def _check_value(param: Param, value: Any, loc: tuple[str | int, ...]) -> Any:
     if not isinstance(value, SCALAR_TYPES):
         article = "an" if param.type == "int" else "a"
-        raise SpaceError(f"got {type(value).__name__} {value!r}; {article} {param.type} value is needed here", loc)
+        needed = f"{article} {param.type} value is needed here"
+        raise SpaceError(f"got {type(value).__name__} {_short(value)}; {needed}", loc)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and param.type in ("int", "float"):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SpaceError(f"got {value!r}; give a finite number", loc)
+        if abs(value) > MAX_MAGNITUDE:
+            raise SpaceError(f"{_short(value)} is out of range; give a number within ±{MAX_MAGNITUDE:g}", loc)
     try:
         return param.check(value)
     except TemplateError as err:
@@ -205,9 +251,15 @@ def _check_value(param: Param, value: Any, loc: tuple[str | int, ...]) -> Any:
         raise SpaceError(message, loc) from None
 
 
+def _short(value: Any, limit: int = 60) -> str:
+    """``repr`` cut to ``limit`` characters, so a huge value never floods a message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _range_bound(param: Param, raw: Any, key: str, index: int) -> float:
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-        raise SpaceError(f"bound {raw!r} is not a number; give two numbers [lo, hi]", (key, index))
+        raise SpaceError(f"bound {_short(raw)} is not a number; give two numbers [lo, hi]", (key, index))
     return _check_value(param, raw, (key, index))
 
 
@@ -226,21 +278,23 @@ def dimension_from_spec(name: str, raw: Any, param: Param) -> Dimension:
         if not raw:
             raise SpaceError(f"is an empty list; give {forms}")
         values: list[Any] = []
+        seen: set[Any] = set()
         for i, item in enumerate(raw):
             v = _check_value(param, item, (i,))
-            if v in values:
-                raise SpaceError(f"{v!r} is listed twice; list each value once", (i,))
+            if v in seen:
+                raise SpaceError(f"{_short(v)} is listed twice; list each value once", (i,))
+            seen.add(v)
             values.append(v)
         return Dimension(name, param.type, values=tuple(values))
     if not isinstance(raw, dict):
-        raise SpaceError(f"got {type(raw).__name__} {raw!r}; give {forms}")
+        raise SpaceError(f"got {type(raw).__name__} {_short(raw)}; give {forms}")
     return _range_dimension(name, raw, param)
 
 
 def _range_dimension(name: str, raw: dict, param: Param) -> Dimension:
     for key in raw:
         if key not in RANGE_KEYS:
-            raise SpaceError(f"unknown key {key!r}; allowed keys: {', '.join(RANGE_KEYS)}", (key,))
+            raise SpaceError(f"unknown key {_short(key)}; allowed keys: {', '.join(RANGE_KEYS)}", (key,))
     has_lin, has_log = "range" in raw, "log_range" in raw
     if has_lin == has_log:
         raise SpaceError(
@@ -255,7 +309,7 @@ def _range_dimension(name: str, raw: dict, param: Param) -> Dimension:
         )
     bounds = raw[key]
     if not isinstance(bounds, list) or len(bounds) != 2:
-        raise SpaceError(f"{key} must be a list of two numbers [lo, hi], got {bounds!r}", (key,))
+        raise SpaceError(f"{key} must be a list of two numbers [lo, hi], got {_short(bounds)}", (key,))
     low = _range_bound(param, bounds[0], key, 0)
     high = _range_bound(param, bounds[1], key, 1)
     if not low < high:
@@ -270,13 +324,15 @@ def _range_dimension(name: str, raw: dict, param: Param) -> Dimension:
     if step is not None:
         if has_log:
             raise SpaceError("log_range takes `num` (points, geometric) not `step`; default is x2 steps", ("step",))
-        if isinstance(step, bool) or not isinstance(step, (int, float)) or step <= 0:
-            raise SpaceError(f"step must be a number > 0, got {step!r}", ("step",))
+        if isinstance(step, bool) or not isinstance(step, (int, float)) or not 0 < step <= MAX_MAGNITUDE:
+            raise SpaceError(f"step must be a number > 0 and at most {MAX_MAGNITUDE:g}, got {_short(step)}", ("step",))
         if param.type == "int" and not float(step).is_integer():
             raise SpaceError(f"step for the int parameter {name} must be a whole number >= 1, got {step!r}", ("step",))
         step = int(step) if param.type == "int" else float(step)
-    if num is not None and (isinstance(num, bool) or not isinstance(num, int) or num < 2):
-        raise SpaceError(f"num must be an integer >= 2 (points in the range), got {num!r}", ("num",))
+    if num is not None and (isinstance(num, bool) or not isinstance(num, int) or not 2 <= num <= MAX_NUM):
+        raise SpaceError(
+            f"num must be an integer >= 2 and at most {MAX_NUM:,} (points in the range), got {_short(num)}", ("num",)
+        )
     return Dimension(name, param.type, low=low, high=high, log=has_log, step=step, num=num)
 
 
@@ -317,13 +373,26 @@ class DesignSpace:
         raise KeyError(f"{name!r} is not a dimension; dimensions are: {', '.join(self.names)}")
 
     def grid_size(self) -> int:
-        return math.prod(len(d.grid_values()) for d in self.dims)
+        """The exact number of grid points (a Python int of any size), computed without listing any."""
+        return math.prod(d.grid_count() for d in self.dims)
 
     def grid(self) -> Iterator[dict[str, Any]]:
-        """Every grid point; the last dimension varies fastest (itertools.product order)."""
-        names = self.names
-        for combo in itertools.product(*(d.grid_values() for d in self.dims)):
-            yield dict(zip(names, combo))
+        """Every grid point, streamed one at a time; the last dimension varies fastest (itertools.product order)."""
+        counts = [d.grid_count() for d in self.dims]
+        if any(c == 0 for c in counts):
+            return
+        digits = [0] * len(counts)
+        while True:
+            yield {d.name: d.grid_value(k) for d, k in zip(self.dims, digits)}
+            position = len(digits) - 1  # odometer step: bump the last digit, carrying leftwards
+            while position >= 0:
+                digits[position] += 1
+                if digits[position] < counts[position]:
+                    break
+                digits[position] = 0
+                position -= 1
+            if position < 0:
+                return
 
     def first_point(self) -> dict[str, Any]:
         return {d.name: d.first_value() for d in self.dims}
@@ -334,28 +403,34 @@ class DesignSpace:
         return None if any(s is None for s in sizes) else math.prod(sizes)
 
     def sample(self, n: int, seed: int) -> list[dict[str, Any]]:
-        """``n`` random points, the same for the same seed.
+        """``n`` random points as a list (see ``iter_sample``, which streams them)."""
+        return list(self.iter_sample(n, seed))
+
+    def iter_sample(self, n: int, seed: int) -> Iterator[dict[str, Any]]:
+        """``n`` random points, streamed, the same for the same seed; the space is never listed.
 
         In a discrete space the points are distinct; asking for more than the space holds
-        returns every point once (in random order).
+        yields every point once (in random order). A dense request (more than half the space)
+        walks a seeded random permutation of the point indices (``IndexPermutation``, constant
+        memory); a sparse one draws each dimension (log-uniform on log ranges) and skips repeats,
+        remembering only the points drawn so far.
         """
         rng = np.random.default_rng(seed)
         size = self.sample_space_size()
         if size is not None:
             n = min(n, size)
-            if n > size // 2:  # dense request: draw without replacement from the enumerated space
-                supports = [d.support() for d in self.free]
-                every = list(itertools.product(*supports))
-                return [self._point(every[int(i)]) for i in rng.permutation(len(every))[:n]]
-        points: list[dict[str, Any]] = []
+            if n > size // 2:
+                sizes = [d.support_size() for d in self.free]
+                for index in islice(IndexPermutation(size, seed), n):
+                    yield self._point(_support_point(self.free, sizes, index))
+                return
         seen: set[tuple] = set()
-        while len(points) < n:
+        while len(seen) < n:
             key = tuple(d.sample(rng) for d in self.free)
             if key in seen:
                 continue
             seen.add(key)
-            points.append(self._point(key))
-        return points
+            yield self._point(key)
 
     def _point(self, free_values: tuple) -> dict[str, Any]:
         chosen = dict(zip((d.name for d in self.free), free_values))
@@ -390,3 +465,45 @@ class DesignSpace:
             elif not d.contains(point[d.name]):
                 return False
         return True
+
+
+def _support_point(dims: tuple[Dimension, ...], sizes: list[int], index: int) -> tuple:
+    """The ``index``-th point of the product of the dimensions' supports (last dimension fastest)."""
+    values = []
+    for dim, size in zip(reversed(dims), reversed(sizes)):
+        index, k = divmod(index, size)
+        values.append(dim.support_value(k))
+    return tuple(reversed(values))
+
+
+@dataclass(frozen=True)
+class IndexPermutation:
+    """A seeded pseudo-random order of ``range(size)`` in constant memory, for spaces of any size.
+
+    A four-round Feistel network (keyed BLAKE2b rounds) is a bijection on ``[0, 4**half)``, the
+    smallest power of four >= size; indices that land outside ``range(size)`` are mapped again
+    (cycle walking), so every index comes out exactly once.
+    """
+
+    size: int
+    seed: int
+    rounds: int = 4
+
+    def __iter__(self) -> Iterator[int]:
+        half = max(1, (max(self.size - 1, 1).bit_length() + 1) // 2)
+        for index in range(self.size):
+            value = self._encrypt(index, half)
+            while value >= self.size:
+                value = self._encrypt(value, half)
+            yield value
+
+    def _encrypt(self, value: int, half: int) -> int:
+        mask = (1 << half) - 1
+        left, right = value >> half, value & mask
+        width = (half + 7) // 8 + 1
+        for r in range(self.rounds):
+            digest = hashlib.blake2b(
+                right.to_bytes(width, "little"), digest_size=max(8, width), key=f"{self.seed}:{r}".encode()
+            ).digest()
+            left, right = right, left ^ (int.from_bytes(digest, "little") & mask)
+        return (left << half) | right

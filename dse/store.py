@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pandas is imported where frames are built: pool workers imp
     import pandas as pd
 
 STORE_FILE = "store.sqlite"
+_RECORD_COLUMNS = "key, params, status, metrics, reason, eval_s, evaluator, exact, fingerprint, seq, solver"
 POINT_ID_LENGTH = 12
 
 _SCHEMA = """
@@ -42,9 +43,11 @@ CREATE TABLE IF NOT EXISTS points (
     eval_s REAL,
     evaluator TEXT,
     exact INTEGER,
-    created REAL
+    created REAL,
+    solver TEXT
 );
 CREATE INDEX IF NOT EXISTS points_point_id ON points (point_id);
+CREATE INDEX IF NOT EXISTS points_seq ON points (seq);
 CREATE INDEX IF NOT EXISTS points_fingerprint_seq ON points (fingerprint, seq);
 CREATE TABLE IF NOT EXISTS layers (key TEXT PRIMARY KEY, rows BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS proposals (tag TEXT NOT NULL, n INTEGER NOT NULL, key TEXT NOT NULL, PRIMARY KEY (tag, n));
@@ -99,6 +102,7 @@ class FlatMetrics:
     values: dict[str, float]
     layers_blob: bytes | None
     exact: bool | None
+    solver: dict[str, Any] | None = None  # the mapper's solver outcome (status, gap, ...) when it ran one
 
 
 @dataclass
@@ -115,11 +119,18 @@ class FlatMetricsEvaluator:
         metrics = self.evaluator(point)
         exact = getattr(metrics, "info", {}).get("exact")
         layers = [layer.row() for layer in getattr(metrics, "layers", [])]
+        solver = getattr(metrics, "info", {}).get("solver")
         return FlatMetrics(
             values=dict(metrics.flat()),
             layers_blob=encode_layers(layers) if layers else None,
             exact=None if exact is None else bool(exact),
+            solver=solver_facts(solver) if isinstance(solver, Mapping) else None,
         )
+
+
+def solver_facts(solver: Mapping[str, Any]) -> dict[str, Any]:
+    """The scalar facts of a solver outcome (status, gap, bound, limit hit, ...): what the store keeps."""
+    return {k: v for k, v in solver.items() if isinstance(v, (str, int, float, bool)) or v is None}
 
 
 @dataclass
@@ -138,6 +149,7 @@ class PointRecord:
     fingerprint: str = ""
     layers_blob: bytes | None = None  # ``layers`` already encoded (by a worker); stored as is when given
     seq: int | None = None  # assigned by the store on put, in evaluation order
+    solver: dict[str, Any] | None = None  # solver status/gap when the mapper ran one (a limit hit is kept here)
 
     @property
     def point_id(self) -> str:
@@ -166,6 +178,9 @@ class Store:
         # only an OS crash / power loss can drop the last few, which then simply re-run.
         db.execute("PRAGMA synchronous=NORMAL")
         db.executescript(_SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(points)")}
+        if "solver" not in columns:  # a store written before solver outcomes were kept
+            db.execute("ALTER TABLE points ADD COLUMN solver TEXT")
         return cls(path, db)
 
     def close(self) -> None:
@@ -216,8 +231,7 @@ class Store:
 
     def get(self, key: str) -> PointRecord | None:
         row = self._db.execute(
-            "SELECT key, params, status, metrics, reason, eval_s, evaluator, exact, fingerprint, seq"
-            " FROM points WHERE key = ?",
+            f"SELECT {_RECORD_COLUMNS} FROM points WHERE key = ?",
             (key,),
         ).fetchone()
         return None if row is None else _record_from_row(row)
@@ -239,7 +253,7 @@ class Store:
                 next_seq += 1
                 self._db.execute(
                     "INSERT INTO points (key, point_id, seq, fingerprint, params, metrics, status, reason, eval_s,"
-                    " evaluator, exact, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " evaluator, exact, created, solver) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         record.key,
                         record.point_id,
@@ -253,6 +267,7 @@ class Store:
                         record.evaluator,
                         int(record.exact),
                         time.time(),
+                        None if record.solver is None else json.dumps(record.solver, default=_json_default),
                     ),
                 )
                 blob = record.layers_blob or (encode_layers(record.layers) if record.layers else None)
@@ -267,7 +282,7 @@ class Store:
 
     def records(self, fingerprint: str | None = None) -> list[PointRecord]:
         """All stored points (of one fingerprint when given), in evaluation order."""
-        sql = "SELECT key, params, status, metrics, reason, eval_s, evaluator, exact, fingerprint, seq FROM points"
+        sql = f"SELECT {_RECORD_COLUMNS} FROM points"
         args: tuple[Any, ...] = ()
         if fingerprint is not None:
             sql += " WHERE fingerprint = ?"
@@ -291,6 +306,7 @@ class Store:
         for record in records:
             params_order += [k for k in record.params if k not in params_order]
             metrics_order += [k for k in record.metrics if k not in metrics_order]
+        any_solver = any(record.solver for record in records)
         rows = []
         for record in records:
             row: dict[str, Any] = {
@@ -302,8 +318,13 @@ class Store:
             row.update({name: record.params.get(name) for name in params_order})
             row.update({name: record.metrics.get(name, math.nan) for name in metrics_order})
             row.update({"eval_s": record.eval_s, "evaluator": record.evaluator, "exact": record.exact})
+            if any_solver:
+                solver = record.solver or {}
+                row.update({"solver_status": solver.get("status"), "solver_gap": solver.get("gap", math.nan)})
             rows.append(row)
         columns = ["point_id", "seq", "status", "reason", *params_order, *metrics_order, "eval_s", "evaluator", "exact"]
+        if any_solver:  # a mapper ran a solver: its status and gap (a time limit hit shows as FEASIBLE, gap > 0)
+            columns += ["solver_status", "solver_gap"]
         import pandas as pd
 
         frame = pd.DataFrame(rows, columns=columns)
@@ -369,7 +390,7 @@ class _Transaction:
 
 
 def _record_from_row(row: Sequence[Any]) -> PointRecord:
-    key, params, status, metrics, reason, eval_s, evaluator, exact, fingerprint, seq = row
+    key, params, status, metrics, reason, eval_s, evaluator, exact, fingerprint, seq, solver = row
     return PointRecord(
         key=key,
         params=json.loads(params),
@@ -381,4 +402,5 @@ def _record_from_row(row: Sequence[Any]) -> PointRecord:
         exact=bool(exact),
         fingerprint=fingerprint,
         seq=seq,
+        solver=None if solver is None else json.loads(solver),
     )

@@ -15,6 +15,7 @@ from dse.errors import UserError
 from dse.graph import PRECISION_BYTES, Graph, GraphError
 from dse.importers.onnx_import import load_onnx
 from dse.importers.scalesim_csv import load_scalesim_csv
+from dse.importers.sparsity import apply_spec_sparsity
 
 MODEL_FILE_SUFFIXES = (".onnx", ".csv")
 _ONNX_OPTIONS = ("symbolic_dims",)
@@ -43,9 +44,15 @@ def load_workload(
         )
     model = model.strip()
     suffix = Path(model).suffix.lower()
+    sparsity = options.pop("sparsity", None)  # workload.sparsity (dse.importers.sparsity), not a model option
     if suffix in MODEL_FILE_SUFFIXES:
-        return _load_file(_resolve(model, base_dir), suffix, batch, precision, options)
-    return _load_zoo(model, batch, precision, base_dir, options)
+        graph = _load_file(_resolve(model, base_dir), suffix, batch, precision, options)
+    else:
+        graph = _load_zoo(model, batch, precision, base_dir, options)
+    try:
+        return apply_spec_sparsity(graph, sparsity)
+    except GraphError as err:
+        raise UserError(str(err), where="sparsity") from err
 
 
 def _allowed() -> str:
@@ -57,10 +64,25 @@ def _zoo_names() -> list[str]:
 
 
 def _resolve(model: str, base_dir: Path | None) -> Path:
-    path = Path(model).expanduser()
-    if not path.is_absolute() and base_dir is not None:
-        path = Path(base_dir) / path
-    return path.resolve()
+    return confined_path(model, base_dir)
+
+
+def confined_path(text: str, base_dir: Path | None, what: str = "model file") -> Path:
+    """A path written in a spec, resolved: an absolute (or ``~``) path as the user gave it; a relative one
+    against the spec's folder, and refused (UserError) when it leads outside that folder (``..``, or a
+    symbolic link pointing out): a spec received from someone else reads only files beside it."""
+    path = Path(text).expanduser()
+    if path.is_absolute() or base_dir is None:
+        return path.resolve()
+    folder = Path(base_dir).resolve()
+    resolved = (folder / path).resolve()
+    if not resolved.is_relative_to(folder):
+        raise UserError(
+            f"{what} {text!r} leads outside the spec's folder {folder} (to {resolved}); relative paths in a "
+            "spec must stay inside its folder: move the file there or give an absolute path",
+            where="model" if what == "model file" else what,
+        )
+    return resolved
 
 
 def _load_file(path: Path, suffix: str, batch: int, precision: str, options: dict[str, Any]) -> Graph:

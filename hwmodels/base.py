@@ -24,6 +24,15 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "utilization": ("fraction", "max", "MAC-weighted utilization of the compute array"),
     "dram_mb": ("MB", "min", "DRAM (off-chip) traffic, reads + writes"),
     "tops_per_w": ("TOPS/W", "max", "effective arithmetic throughput per watt"),
+    # LLM serving (RDU family; workloads with an llm phase)
+    "tokens_per_s": ("tokens/s", "max", "tokens generated (decode) or processed (prefill) per second"),
+    "ttft_ms": ("ms", "min", "time to first token: one prefill step"),
+    "tpot_ms": ("ms", "min", "time per output token: one decode step"),
+    "footprint_sram_mb": ("MB", "min", "bytes resident in on-chip SRAM"),
+    "footprint_hbm_gb": ("GB", "min", "bytes resident in HBM"),
+    "footprint_ddr_gb": ("GB", "min", "bytes resident in DDR (all experts for a Composition of Experts)"),
+    "switch_ms": ("ms", "min", "Composition of Experts: time to copy one expert into HBM"),
+    "coe_tokens_per_s": ("tokens/s", "max", "Composition of Experts: tokens/s under the request mix, with switches"),
     # FPGA resources (fpga_dataflow template)
     "dsp": ("DSP slices", "min", "DSP slices used"),
     "lut": ("LUTs", "min", "lookup tables used"),
@@ -35,6 +44,11 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "ff_util": ("fraction", "min", "flip-flops used / available on the target part"),
     "bram_util": ("fraction", "min", "BRAM18K used / available on the target part"),
     "fpga_util": ("fraction", "min", "largest of the DSP/LUT/FF/BRAM utilisations (constrain it to fit the part)"),
+    # accuracy of the quantized network on workload.data (dse.quant; needs a trained .onnx model)
+    "accuracy": ("fraction", "max", "top-1 accuracy (R^2 for regression) of the quantized network on workload.data"),
+    "accuracy_drop": ("fraction", "min", "float network's accuracy minus the quantized network's"),
+    "argmax_agreement": ("fraction", "max", "share of samples whose quantized argmax equals the float network's"),
+    "max_abs_error": ("value", "min", "largest |quantized - float| over every output of every sample"),
 }
 
 

@@ -13,6 +13,13 @@ How a graph runs on a GPU, as this mapper decides it:
 * **L2 residency (assumption, ``l2_resident_fraction``).** An intermediate activation that fits, together with
   every other resident tensor alive at the same time, in that share of L2 is written and read in L2 and never
   reaches DRAM. Graph inputs, outputs, weights and KV caches always come from / go to DRAM.
+* **Tensor parallelism (``gpus`` > 1, Megatron-style).** Weight GEMMs alternate: one whose input is whole is
+  column-parallel (each GPU holds N/n of the weights; its output stays split), one whose input is split is
+  row-parallel (K/n; each GPU holds a partial sum) and its output is all-reduced over NVLink (ring). Ops on a
+  split tensor (attention's batched matmuls split by heads, softmax, GELU) run 1/n of the work with no
+  communication; an op that needs the whole tensor (layernorm, a residual add with a whole operand, a graph
+  output) first all-gathers it. On a transformer that is one all-reduce per attention block and one per MLP
+  block — one per column/row matmul pair.
 * **Threadblock tiles.** For each GEMM every tile (BM x BN x BK, split-K) that fits the SM's shared memory
   (double-buffered operand tiles) and register file (FP32 accumulators) is costed with
   :func:`gemm_cost` and the fastest is kept. The systolic tiler in ``mappers.systolic.tiling`` costs tiles with the
@@ -32,7 +39,7 @@ from dataclasses import dataclass
 
 from dse.graph import Graph, Op, OpKind
 from hwmodels.catalogs.gpu import assumption
-from hwmodels.gpu.cost import Gemm, Tile, gemm_cost, tile_fits
+from hwmodels.gpu.cost import Gemm, Tile, compressed_weight_fraction, gemm_cost, sparse_gemm, tile_fits
 from mappers.base import Mapping, MappingError, OpMapping
 from templates.gpu import GpuArch
 
@@ -136,7 +143,7 @@ def fusion_plan(graph: Graph) -> dict[str, str]:
     return root_of
 
 
-def l2_resident_tensors(graph: Graph, arch: GpuArch, skip: set[str]) -> set[str]:
+def l2_resident_tensors(graph: Graph, arch: GpuArch, skip: set[str], divisor: dict[str, int] | None = None) -> set[str]:
     """Intermediate activations kept in L2 from producer to last consumer (greedy, in production order)."""
     capacity = arch.l2_mib * 2**20 * assumption("l2_resident_fraction")
     if capacity <= 0:
@@ -156,11 +163,86 @@ def l2_resident_tensors(graph: Graph, arch: GpuArch, skip: set[str]) -> set[str]
             if tensor.kind != "activation" or t in skip or t not in last_use:
                 continue
             start, end = index[op.name], last_use[t]
-            if max(live[start : end + 1]) + tensor.nbytes <= capacity:
+            nbytes = tensor.nbytes / (divisor.get(t, 1) if divisor else 1)
+            if max(live[start : end + 1]) + nbytes <= capacity:
                 resident.add(t)
                 for i in range(start, end + 1):
-                    live[i] += tensor.nbytes
+                    live[i] += nbytes
     return resident
+
+
+@dataclass
+class ShardPlan:
+    """How a graph splits over ``gpus`` GPUs: per-op role, per-tensor divisor, bytes each collective moves."""
+
+    gpus: int
+    role: dict[str, str]  # op -> column | row | split | whole
+    divisor: dict[str, int]  # tensor -> n for split activations and sharded weights
+    allreduce_bytes: dict[str, float]  # op -> bytes of its output all-reduced after it
+    allgather_bytes: dict[str, float]  # op -> bytes of split inputs gathered before it
+
+
+def _is_weight_gemm(op: Op) -> bool:
+    return op.kind in GEMM_KINDS and bool(op.weights) and not is_direct_conv(op)
+
+
+def tensor_parallel_plan(graph: Graph, gpus: int, elem_bytes: int) -> ShardPlan:
+    """Megatron-style tensor parallelism (column- then row-parallel weight GEMMs, split ops between)."""
+    plan = ShardPlan(gpus, {}, {}, {}, {})
+    if gpus <= 1:
+        return plan
+    split: set[str] = set()
+    row_kinds = (OpKind.LAYERNORM,)
+    for op in graph.ops:
+        inputs = [t for t in op.inputs if t in graph.tensors]
+        split_in = [t for t in inputs if t in split]
+        whole_in = [t for t in inputs if t not in split]
+        role = "whole"
+        if _is_weight_gemm(op):
+            role = "row" if split_in else "column"
+        elif split_in and is_append(op):  # a KV cache is sharded by heads like the rows appended to it
+            role = "split"
+            for t in whole_in:
+                plan.divisor[t] = gpus
+        elif split_in and op.kind not in row_kinds and not (whole_in and op.kind is OpKind.ELEMENTWISE):
+            role = "split"
+        elif split_in:
+            plan.allgather_bytes[op.name] = sum(_tensor_bytes(graph, t, elem_bytes) for t in split_in)
+        plan.role[op.name] = role
+        if role in ("column", "row"):
+            for w in op.weights:
+                plan.divisor[w] = gpus
+        if role == "row":
+            plan.allreduce_bytes[op.name] = sum(_tensor_bytes(graph, t, elem_bytes) for t in op.outputs)
+        if role in ("column", "split"):
+            for t in op.outputs:
+                split.add(t)
+                plan.divisor[t] = gpus
+    for op in graph.ops:  # a graph output left split is gathered where it is produced
+        for t in op.outputs:
+            if t in split and graph.tensors[t].kind == "output":
+                plan.allgather_bytes[op.name] = plan.allgather_bytes.get(op.name, 0.0) + _tensor_bytes(
+                    graph, t, elem_bytes
+                )
+    return plan
+
+
+def shard_gemm(gemm: Gemm, role: str, gpus: int) -> Gemm:
+    """One GPU's share of a GEMM: column-parallel N/n, row-parallel K/n, split by batch (or rows)."""
+    if gpus <= 1 or role == "whole":
+        return gemm
+    if role == "column":
+        return Gemm(gemm.M, math.ceil(gemm.N / gpus), gemm.K, gemm.count)
+    if role == "row":
+        return Gemm(gemm.M, gemm.N, math.ceil(gemm.K / gpus), gemm.count)
+    if gemm.count >= gpus:
+        return Gemm(gemm.M, gemm.N, gemm.K, math.ceil(gemm.count / gpus))
+    return Gemm(math.ceil(gemm.M / gpus), gemm.N, gemm.K, gemm.count)
+
+
+def kernel_kind(op: Op) -> str:
+    """The tuning kind of a memory-bound kernel (softmax, layernorm; everything else elementwise)."""
+    return op.kind.value if op.kind in (OpKind.SOFTMAX, OpKind.LAYERNORM) else "elementwise"
 
 
 @dataclass(frozen=True)
@@ -172,8 +254,10 @@ class OpTraffic:
     l2: float
 
 
-def _tensor_bytes(graph: Graph, name: str, elem_bytes: int) -> float:
-    return float(graph.tensors[name].numel * elem_bytes)
+def _tensor_bytes(graph: Graph, name: str, elem_bytes: int, divisor: dict[str, int] | None = None) -> float:
+    """Bytes of a tensor on one GPU (a split activation or sharded weight holds 1/n of it)."""
+    share = divisor.get(name, 1) if divisor else 1
+    return float(graph.tensors[name].numel * elem_bytes) / share
 
 
 def kernel_inputs(graph: Graph, root: Op, fused: list[Op]) -> tuple[list[str], list[str], str]:
@@ -197,6 +281,9 @@ class GpuTileMapper:
         if getattr(arch, "kind", "") != "gpu":
             raise MappingError(f"the gpu tile mapper needs a GpuArch, got {type(arch).__name__}")
         eb = arch.elem_bytes
+        gpus = int(getattr(arch, "gpus", 1))
+        plan = tensor_parallel_plan(graph, gpus, eb)
+        div = plan.divisor
         root_of = fusion_plan(graph)
         fused_by_root: dict[str, list[Op]] = {}
         for op in graph.ops:
@@ -208,7 +295,7 @@ class GpuTileMapper:
         internal = {
             t for name, root in root_of.items() for t in graph.op(name).inputs if producer.get(t) in chain[root]
         }
-        resident = l2_resident_tensors(graph, arch, skip=internal)
+        resident = l2_resident_tensors(graph, arch, skip=internal, divisor=div)
         ops: dict[str, OpMapping] = {}
         for op in graph.ops:
             if op.kind not in GEMM_KINDS and op.kind not in MEMORY_KINDS:
@@ -220,12 +307,25 @@ class GpuTileMapper:
                 continue
             fused = fused_by_root.get(op.name, [])
             inputs, weights, output = kernel_inputs(graph, op, fused)
-            traffic = self._traffic(graph, op, inputs, weights, output, resident, eb)
-            extra: dict = {"fused": [f.name for f in fused], "traffic": traffic, "output": output}
+            traffic = self._traffic(graph, op, inputs, weights, output, resident, eb, div)
+            role = plan.role.get(op.name, "whole")
+            extra: dict = {
+                "fused": [f.name for f in fused],
+                "traffic": traffic,
+                "output": output,
+                "kernel_kind": kernel_kind(op),
+                "flops": float(op.flops) / (gpus if role == "split" else 1),
+                "row_bytes": float(op.dims["L"] * eb) if op.kind in (OpKind.SOFTMAX, OpKind.LAYERNORM) else 0.0,
+                "shard": role,
+                "allreduce_bytes": sum(plan.allreduce_bytes.get(o.name, 0.0) for o in (op, *fused)),
+                "allgather_bytes": sum(plan.allgather_bytes.get(o.name, 0.0) for o in (op, *fused)),
+            }
             tile: dict[str, int] = {}
             if op.kind in GEMM_KINDS and not is_direct_conv(op):
-                gemm = lower_gemm(op)
-                a_dram, b_dram, extra_dram = self._gemm_operand_dram(graph, op, inputs, weights, resident, eb)
+                gemm = sparse_gemm(shard_gemm(lower_gemm(op), role, gpus), op.sparsity, arch)
+                a_dram, b_dram, extra_dram = self._gemm_operand_dram(graph, op, inputs, weights, resident, eb, div)
+                if gemm.sparse_2_4 and op.weights:  # 2:4-compressed weights: half the values + 2-bit indices
+                    b_dram *= compressed_weight_fraction(eb)
                 chosen, _ = best_tile(gemm, arch, a_dram, b_dram, traffic.dram_write, extra_dram)
                 tile = {"BM": chosen.bm, "BN": chosen.bn, "BK": chosen.bk, "split_k": chosen.split_k}
                 extra.update(unit="tensor", gemm=gemm, tile=chosen, a_dram=a_dram, b_dram=b_dram, extra_dram=extra_dram)
@@ -245,38 +345,52 @@ class GpuTileMapper:
             ops=ops,
             order=[op.name for op in graph.ops],
             mapper=self.name,
-            solver={"status": "enumerated", "resident_tensors": len(resident), "fused_ops": len(root_of)},
+            solver={
+                "status": "enumerated",
+                "resident_tensors": len(resident),
+                "fused_ops": len(root_of),
+                "gpus": gpus,
+                "allreduces": len(plan.allreduce_bytes),
+                "allgathers": len(plan.allgather_bytes),
+            },
         )
 
     @staticmethod
     def _traffic(
-        graph: Graph, op: Op, inputs: list[str], weights: list[str], output: str, resident: set[str], eb: int
+        graph: Graph,
+        op: Op,
+        inputs: list[str],
+        weights: list[str],
+        output: str,
+        resident: set[str],
+        eb: int,
+        div: dict[str, int],
     ) -> OpTraffic:
         if is_append(op):
-            new_rows = min(_tensor_bytes(graph, t, eb) for t in op.inputs)
+            new_rows = min(_tensor_bytes(graph, t, eb, div) for t in op.inputs)
             return OpTraffic(dram_read=new_rows, dram_write=new_rows, l2=0.0)
-        read = sum(_tensor_bytes(graph, t, eb) for t in inputs if t not in resident)
-        read += sum(_tensor_bytes(graph, t, eb) for t in weights)
-        l2 = sum(_tensor_bytes(graph, t, eb) for t in inputs if t in resident)
-        out_bytes = _tensor_bytes(graph, output, eb)
+        read = sum(_tensor_bytes(graph, t, eb, div) for t in inputs if t not in resident)
+        read += sum(_tensor_bytes(graph, t, eb, div) for t in weights)
+        l2 = sum(_tensor_bytes(graph, t, eb, div) for t in inputs if t in resident)
+        out_bytes = _tensor_bytes(graph, output, eb, div)
         write = 0.0 if output in resident else out_bytes
         return OpTraffic(dram_read=read, dram_write=write, l2=l2 + (out_bytes if output in resident else 0.0))
 
     @staticmethod
     def _gemm_operand_dram(
-        graph: Graph, op: Op, inputs: list[str], weights: list[str], resident: set[str], eb: int
+        graph: Graph, op: Op, inputs: list[str], weights: list[str], resident: set[str], eb: int, div: dict[str, int]
     ) -> tuple[float, float, float]:
         """DRAM bytes of the A operand, the B operand (weights or second input) and epilogue extras."""
 
         def dram(t: str) -> float:
-            return 0.0 if t in resident else _tensor_bytes(graph, t, eb)
+            return 0.0 if t in resident else _tensor_bytes(graph, t, eb, div)
 
         a = dram(op.inputs[0])
         if op.weights:
-            b = sum(_tensor_bytes(graph, t, eb) for t in op.weights)
+            b = sum(_tensor_bytes(graph, t, eb, div) for t in op.weights)
         else:
             b = dram(op.inputs[1]) if len(op.inputs) > 1 else 0.0
         own = set(op.inputs[:2]) | set(op.weights)
         extra = sum(dram(t) for t in inputs if t not in own)
-        extra += sum(_tensor_bytes(graph, t, eb) for t in weights if t not in own)
+        extra += sum(_tensor_bytes(graph, t, eb, div) for t in weights if t not in own)
         return a, b, extra

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from dse.errors import UserError
 from dse.spec import load_spec
+from surrogates.contract import supported_templates
+from surrogates.contract_model import load_surrogate
 from surrogates.dataset import build_dataset, check_dataset, design_frame, workloads_from_args
 from surrogates.evaluate import REPORTED_TARGETS, design_accuracy, format_table, scatter_html
-from surrogates.features import SUPPORTED_TEMPLATES
-from surrogates.model import MODEL_KINDS, SurrogateModel
+from surrogates.model import MODEL_KINDS
 from surrogates.train import train
 
 
@@ -80,9 +81,9 @@ def _read_dataset(path: str):
 
 def cmd_dataset(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
-    if spec.template.kind not in SUPPORTED_TEMPLATES:
+    if spec.template.kind not in supported_templates():
         raise UserError(
-            f"surrogate datasets support templates {', '.join(SUPPORTED_TEMPLATES)}, not {spec.template.kind}",
+            f"surrogate datasets support templates {', '.join(supported_templates())}, not {spec.template.kind}",
             where=spec.locate("template.kind"),
         )
     workloads = workloads_from_args(spec, args.workload or [])
@@ -94,6 +95,7 @@ def cmd_dataset(args: argparse.Namespace) -> int:
         args.n,
         seed=args.seed,
         mapper=spec.template.mapper,
+        mapper_options=dict(spec.template.mapper_options),
         executor=args.executor,
         workers=args.workers,
         base_dir=spec.base_dir,
@@ -121,6 +123,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                 f"(trained on {', '.join(held['train_workloads'])})",
             )
         )
+        print(format_table(held["baseline_only"], "the closed form alone on the held-out workload (no learning)"))
     print(format_table(model.metrics["random_split"]["designs"], "random split (20 % of designs held out)"))
     if "cross_validation" in model.metrics:
         print("cross-validation: " + json.dumps(model.metrics["cross_validation"]))
@@ -129,7 +132,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    model = SurrogateModel.load(args.model)
+    model = load_surrogate(args.model)
     data = _read_dataset(args.data)
     results = design_accuracy(model, data)
     unseen = sorted(set(data["workload"].unique()) - set(model.trained_on))

@@ -27,6 +27,8 @@ from dse.executors import make_executor
 from dse.graph import Graph
 from dse.workload import load_workload
 from surrogates import features as feat
+from surrogates.contract import ClosedForm
+from surrogates.contract_model import FEATURE_SET, ContractTask, contract_frame, is_contract
 
 OP_TARGETS = ("cycles", "energy_pj")
 DESIGN_TARGETS = ("latency_cycles", "latency_ms", "energy_mj", "area_mm2", "power_w")
@@ -51,6 +53,11 @@ class WorkloadSpec:
         return load_workload(
             self.model, batch=self.batch, precision=self.precision, base_dir=base_dir, **dict(self.options)
         )
+
+
+def feature_set(template_kind: str, mapper: str | None) -> str:
+    """ "systolic" (op rows, the vectorised closed form) for the systolic fold model, else "contract"."""
+    return "systolic" if template_kind == "systolic" and mapper in (None, "fold") else FEATURE_SET
 
 
 def stratified_points(space: Any, n: int, seed: int) -> list[dict[str, Any]]:
@@ -89,14 +96,20 @@ class LayerTargets:
     """Picklable task for the executors: evaluate one point, keep per-op targets and design figures."""
 
     evaluator: Any  # dse.evaluate.PointEvaluator
-    representatives: list[str]
+    members: list[list[str]]  # the op names each op row stands for (features.OpTable.members)
 
     def __call__(self, point: Mapping[str, Any]) -> tuple[np.ndarray, dict[str, float]]:
         metrics = self.evaluator(point)
         by_name = {layer.layer: layer for layer in metrics.layers}
+        # the mean over a row's members: a mapper that prices equal ops differently (CP-SAT's residency
+        # depends on the neighbours) keeps its design total
         per_op = np.array(
-            [[by_name[name].cycles, by_name[name].energy_pj] for name in self.representatives], dtype=float
-        )
+            [
+                np.mean([[by_name[name].cycles, by_name[name].energy_pj] for name in names], axis=0)
+                for names in self.members
+            ],
+            dtype=float,
+        ).reshape(len(self.members), 2)
         return per_op, {name: float(metrics.values[name]) for name in DESIGN_TARGETS}
 
 
@@ -109,18 +122,42 @@ def build_dataset(
     *,
     seed: int = 0,
     mapper: str | None = None,
+    mapper_options: Mapping[str, Any] | None = None,
     executor: str | None = "serial",
     workers: int | None = None,
     base_dir: Path | None = None,
+    features: str | None = None,
 ) -> pd.DataFrame:
-    """Sample ``n`` points per workload and evaluate them; failed points are left out (and counted)."""
+    """Sample ``n`` points per workload and evaluate them; failed points are left out (and counted).
+
+    The truth is the spec's mapper through the family's model. The systolic template with its closed-form
+    fold mapper gets op rows (``surrogates.features``); every other (template, mapper) gets one row per
+    design under the feature contract (``surrogates.contract``), the closed form as the baseline."""
     frames = []
+    contract = (features or feature_set(template_kind, mapper)) == FEATURE_SET
     with make_executor(executor, workers) as pool:
         for w_index, workload in enumerate(workloads):
             graph = workload.build(base_dir)
-            ops = feat.op_table(graph)
             points = stratified_points(space, n, seed + 7919 * w_index)
-            task = LayerTargets(PointEvaluator(graph, template_kind, mapper, dict(fixed)), ops.names)
+            if contract:
+                truth = PointEvaluator(graph, template_kind, mapper, dict(fixed), dict(mapper_options or {}))
+                task = ContractTask(truth, ClosedForm(graph, template_kind, dict(fixed)))
+                done = {o.index: o.value for o in pool.map(task, points) if o.ok}
+                if not done:
+                    raise UserError(
+                        f"every sampled point of {workload.label} failed to evaluate", where="template.params"
+                    )
+                kept = sorted(done)
+                frames.append(
+                    contract_frame(
+                        template_kind, graph, workload.label, [points[i] for i in kept], fixed, [done[i] for i in kept]
+                    )
+                )
+                continue
+            ops = feat.op_table(graph)
+            task = LayerTargets(
+                PointEvaluator(graph, template_kind, mapper, dict(fixed), dict(mapper_options or {})), ops.members
+            )
             results: dict[int, tuple[np.ndarray, dict[str, float]]] = {}
             for outcome in pool.map(task, points):
                 if outcome.ok:
@@ -199,12 +236,18 @@ def workloads_from_args(spec: Any, extra: Sequence[str]) -> list[WorkloadSpec]:
 
 def design_frame(data: pd.DataFrame) -> pd.DataFrame:
     """One row per design of a dataset: workload, design index and the ``design_*`` figures."""
-    cols = ["workload", "design"] + [f"design_{name}" for name in DESIGN_TARGETS]
+    names = [c for c in data.columns if c.startswith("design_")] if is_contract(data) else DESIGN_TARGETS
+    cols = ["workload", "design"] + [c if c.startswith("design_") else f"design_{c}" for c in names]
     return data.groupby(["workload", "design"], sort=False)[cols[2:]].first().reset_index()
 
 
 def check_dataset(data: pd.DataFrame, path: str) -> None:
     """Refuse a file that is not a dataset of this schema, naming what is missing."""
+    if is_contract(data):
+        needed = ["workload", "design", "template", *(f"design_{m}" for m in ("latency_ms", "latency_cycles"))]
+        missing = [c for c in needed if c not in data.columns]
+        if not missing:
+            return
     needed = ["workload", "design", "op_count", *feat.FEATURES, *feat.PAIR_COLUMNS, *OP_TARGETS]
     missing = [c for c in needed if c not in data.columns]
     if missing:

@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from surrogates.dataset import DESIGN_TARGETS, design_frame
+from surrogates.contract_model import baseline_metric_accuracy, is_contract
+from surrogates.dataset import design_frame
 
 REPORTED_TARGETS = ("latency_ms", "energy_mj", "area_mm2", "power_w")
+CONTRACT_EXTRA = ("throughput_ips", "lut", "ff", "dsp", "bram")
 
 
 def accuracy(true: np.ndarray, pred: np.ndarray) -> dict[str, float]:
@@ -42,33 +44,44 @@ def accuracy(true: np.ndarray, pred: np.ndarray) -> dict[str, float]:
     }
 
 
-def design_accuracy(model, data: pd.DataFrame, targets: Sequence[str] = REPORTED_TARGETS) -> dict[str, dict]:
-    """Whole-design accuracy of ``model`` on every design in a dataset frame."""
+def design_accuracy(model, data: pd.DataFrame, targets: Sequence[str] | None = None) -> dict[str, dict]:
+    """Whole-design accuracy of ``model`` on every design in a dataset frame (a contract model: every
+    metric it predicts of ``REPORTED_TARGETS`` and the FPGA resources)."""
     truth = design_frame(data)
     pred = model.predict_frame(data)
-    return {t: accuracy(truth[f"design_{t}"].to_numpy(), pred[t].to_numpy()) for t in targets if t in DESIGN_TARGETS}
+    if targets is None:
+        names = getattr(model, "metric_names", None)
+        targets = [t for t in (*REPORTED_TARGETS, *CONTRACT_EXTRA) if t in names] if names else REPORTED_TARGETS
+    return {
+        t: accuracy(truth[f"design_{t}"].to_numpy(), pred[t].to_numpy())
+        for t in targets
+        if f"design_{t}" in truth and t in pred
+    }
 
 
 def baseline_accuracy(data: pd.DataFrame) -> dict[str, dict]:
     """The baselines alone (no learning): design cycles and energy = sums of the per-op closed forms
-    (``surrogates.features.pair_costs``), and the plain roofline's cycles for comparison."""
+    (``surrogates.features.pair_costs``); for a contract dataset, the closed form's metrics."""
+    if is_contract(data):
+        return {
+            f"{m} (closed form)": accuracy(truth, base)
+            for m, (truth, base) in baseline_metric_accuracy(data).items()
+            if m in (*REPORTED_TARGETS, *CONTRACT_EXTRA)
+        }
     count = data["op_count"].to_numpy()
     rows = data.assign(
         est=data["est_cycles"] * count,
         est_energy=data["est_energy_pj"] * count,
-        roof=(np.exp2(data["log_roofline_cycles"]) - 1.0) * count,
     )
     sums = rows.groupby(["workload", "design"], sort=False).agg(
         est=("est", "sum"),
         est_energy=("est_energy", "sum"),
-        roof=("roof", "sum"),
         true=("design_latency_cycles", "first"),
         true_energy=("design_energy_mj", "first"),
     )
     return {
         "latency (closed form)": accuracy(sums["true"].to_numpy(), sums["est"].to_numpy()),
         "energy (closed form)": accuracy(sums["true_energy"].to_numpy() * 1e9, sums["est_energy"].to_numpy()),
-        "latency (roofline)": accuracy(sums["true"].to_numpy(), sums["roof"].to_numpy()),
     }
 
 

@@ -2,7 +2,7 @@
 
 A surrogate is only fast if its features are: the op side (loop dims, lowered GEMM, tensor words,
 fusion) is tabulated once per graph, the design side once per point, and their cross features
-(folds, stall-free compute cycles, DRAM traffic over bandwidth) by broadcasting the two.
+(folds, operand size over SRAM size, the closed form's cycles, energy and shares) by broadcasting the two.
 
 The models learn *ratios to a closed-form baseline*: ``log((value + 1) / (baseline + 1))``. The
 baseline of an op's cycles and energy is the systolic model's own closed forms evaluated over arrays
@@ -85,23 +85,15 @@ __all__ = [
     "to_log_ratio",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: the roofline cross features (a cruder traffic model than the closed form) dropped
 # cross columns (design x op)
 CROSS_FEATURES = (
     "log_row_folds",
     "log_col_folds",
     "log_fold_len",
-    "log_compute_cycles",
-    "log_vector_cycles",
-    "log_memory_cycles",
-    "log_roofline_cycles",
-    "memory_over_compute",
     "log_in_over_ifmap_sram",
     "log_weight_over_filter_sram",
     "log_out_over_ofmap_sram",
-    "log_fill_cycles",
-    "log_refetch_words",
-    "log_energy_floor_pj",
     "log_est_cycles",
     "log_est_energy_pj",
     "est_stall_share",
@@ -172,7 +164,7 @@ def cross_features(ops: OpTable, archs: ArchTable) -> CrossFeatures:
         return x[None, :]
 
     rows, cols, df = col(a["_rows"]), col(a["_cols"]), col(a["_dataflow"])
-    m, k, n, count = row(o["_m"]), row(o["_k"]), row(o["_n"]), row(o["_count"])
+    m, k, n = row(o["_m"]), row(o["_k"]), row(o["_n"])
     # (Sr, Sc, T) per dataflow: os (M, N, K), ws (K, N, M), is (K, M, N) -- hwmodels.systolic.compute.spatial_axes
     sr = np.where(df == 0, m, k)
     sc = np.where(df == 2, m, n)
@@ -181,58 +173,15 @@ def cross_features(ops: OpTable, archs: ArchTable) -> CrossFeatures:
     col_folds = np.ceil(sc / cols)
     fold_len = t + rows + cols - 2 + np.where(df == 0, 0, rows)
     array = row(o["_array"])
-    compute = np.where(array, count * row_folds * col_folds * fold_len, 0.0)
-    vector = np.where(array, 0.0, np.ceil(row(o["_flops"]) / col(a["_lanes"])))
-    unique_in, weights, out = row(o["_unique_in"]), row(o["_weights"]), row(o["_out"])
-    words = np.where(array, unique_in + weights + out, row(o["_in"]) + out)
-    # capacity-aware traffic: an operand larger than half its SRAM is streamed again per fold
-    half_if, half_f = col(a["_ifmap_words"]) / 2, col(a["_filter_words"]) / 2
-    per_copy_in = unique_in / np.maximum(count, 1)
-    in_passes = np.where((df != 2) & (per_copy_in >= half_if), col_folds, 1.0)
-    filter_block = np.where(df == 0, k * np.minimum(cols, n), k * n)
-    f_passes = np.where((df == 1) | (filter_block < half_f), 1.0, np.where(df == 0, row_folds, col_folds))
-    refetch = np.where(array, unique_in * in_passes + weights * f_passes + out, words)
-    words_per_cycle = col(a["_words_per_cycle"])
-    unlimited = col(a["_mode"]) == DRAM_MODES.index("unlimited")
-    memory = np.where(unlimited, 0.0, refetch / words_per_cycle)
-    fill = np.where(
-        array,
-        (np.minimum(per_copy_in, half_if) + np.minimum(weights / np.maximum(count, 1), half_f)) / words_per_cycle,
-        0.0,
-    )
-    fused = row(o["fused"]) > 0
-    roofline = np.where(fused, 0.0, np.maximum(compute + vector, memory) + fill)
-    # array-side SRAM accesses per dataflow (hwmodels.systolic.compute.array_sram_reads), all copies
-    sram_if = count * np.where(df == 2, k * m, m * k * col_folds)
-    sram_f = count * np.where(df == 1, k * n, np.where(df == 0, k * n * row_folds, n * k * col_folds))
-    sram_of = count * m * n * np.where(df == 0, 1.0, row_folds)
-    leak_pj_per_cycle = col(a["_leak_w_per_mm2"] * a["_area_floor"] / a["_freq"]) * 1e6
-    energy_floor = (
-        row(o["_macs"]) * col(a["_e_mac"])
-        + np.where(array, 0.0, row(o["_flops"]) * col(a["_e_alu"]) + words * col(a["_e_sram_if"]))
-        + np.where(
-            array, sram_if * col(a["_e_sram_if"]) + sram_f * col(a["_e_sram_f"]) + sram_of * col(a["_e_sram_of"]), 0.0
-        )
-        + refetch * (col(a["_e_dram"]) + np.where(array, col(a["_e_sram_if"]), 0.0))
-        + roofline * leak_pj_per_cycle
-    )
     est = pair_costs(ops, archs)
     est_cycles = est["est_cycles"]
     cross = {
         "log_row_folds": log2_plus_one(np.where(array, row_folds, 0.0)),
         "log_col_folds": log2_plus_one(np.where(array, col_folds, 0.0)),
         "log_fold_len": log2_plus_one(np.where(array, fold_len, 0.0)),
-        "log_compute_cycles": log2_plus_one(compute),
-        "log_vector_cycles": log2_plus_one(vector),
-        "log_memory_cycles": log2_plus_one(memory),
-        "log_roofline_cycles": log2_plus_one(roofline),
-        "memory_over_compute": np.log2((memory + 1.0) / (compute + vector + 1.0)),
         "log_in_over_ifmap_sram": np.log2((row(o["_unique_in"]) + 1.0) / col(a["_ifmap_words"])),
         "log_weight_over_filter_sram": np.log2((row(o["_weights"]) + 1.0) / col(a["_filter_words"])),
         "log_out_over_ofmap_sram": np.log2((row(o["_out"]) + 1.0) / col(a["_ofmap_words"])),
-        "log_fill_cycles": log2_plus_one(fill),
-        "log_refetch_words": log2_plus_one(refetch),
-        "log_energy_floor_pj": log2_plus_one(energy_floor),
         "log_est_cycles": log2_plus_one(est_cycles),
         "log_est_energy_pj": log2_plus_one(est["est_energy_pj"]),
         "est_stall_share": est["est_stall_cycles"] / (est_cycles + 1.0),

@@ -21,6 +21,9 @@ from dse.spec import Spec
 from dse.store import FlatMetrics
 from hwmodels.base import Metrics
 from surrogates import features as feat
+from surrogates.contract import supported_templates
+from surrogates.contract_model import load_surrogate
+from surrogates.dataset import feature_set
 from surrogates.model import SurrogateModel
 from surrogates.screening import PREDICTED_METRICS, HybridEvaluator, HybridSweep, check_predictable
 
@@ -37,8 +40,8 @@ class SurrogateEvaluator:
     model_path: str
 
     def __post_init__(self) -> None:
-        self._model = SurrogateModel.load(self.model_path)
-        self._ops = feat.op_table(self.graph)
+        self._model = load_surrogate(self.model_path)
+        self._ops = feat.op_table(self.graph) if isinstance(self._model, SurrogateModel) else None
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
@@ -49,10 +52,10 @@ class SurrogateEvaluator:
 
     def evaluate_batch(self, points: Sequence[Mapping[str, Any]]) -> list[Metrics]:
         frame = self._model.predict_designs(self.graph, self.template_kind, points, self.fixed, self._ops)
-        columns = {name: frame[name].to_numpy(float) for name in PREDICTED_METRICS}
+        columns = {name: frame[name].to_numpy(float) for name in PREDICTED_METRICS if name in frame}
         info = {"exact": False, "surrogate": str(self.model_path), "model_kind": self._model.kind}
         return [
-            Metrics(values={name: float(columns[name][i]) for name in PREDICTED_METRICS}, info=dict(info))
+            Metrics(values={name: float(values[i]) for name, values in columns.items()}, info=dict(info))
             for i in range(len(points))
         ]
 
@@ -94,10 +97,11 @@ def wrap_evaluator(spec: Spec, graph: Graph, exact: PointEvaluator) -> Evaluatio
     if spec.evaluator == "analytical":
         return Evaluation(exact)
     metrics = [o.metric for o in spec.objective_list()] + [c.metric for c in spec.constraint_list()]
-    check_predictable(metrics, spec.evaluator, where=spec.locate("evaluator"))
-    if spec.template.kind not in feat.SUPPORTED_TEMPLATES:
+    contract = feature_set(spec.template.kind, spec.template.mapper) == "contract"
+    check_predictable(metrics, spec.evaluator, where=spec.locate("evaluator"), contract=contract)
+    if spec.template.kind not in supported_templates():
         raise UserError(
-            f"evaluator {spec.evaluator} supports templates {', '.join(feat.SUPPORTED_TEMPLATES)}, not "
+            f"evaluator {spec.evaluator} supports templates {', '.join(supported_templates())}, not "
             f"{spec.template.kind}; use evaluator: analytical",
             where=spec.locate("evaluator"),
         )

@@ -290,43 +290,56 @@ class SurrogateModel:
 
     # ------------------------------------------------------------------------------------- files
     def save(self, path: str | Path) -> Path:
-        import joblib
-
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        joblib.dump({"format": FORMAT, "model": self}, path, compress=3)
-        return path
+        return save_model(self, path)
 
     @classmethod
     def load(cls, path: str | Path) -> SurrogateModel:
         """Load a saved model; refuse files that are not one, or whose feature schema differs from this code's."""
-        import joblib
+        model = read_model_file(path)
+        if not isinstance(model, SurrogateModel):
+            raise UserError("is a contract surrogate, not a systolic op/design one", where=str(path))
+        model.check_schema(str(path))
+        return model
 
-        path = Path(path)
-        if not path.is_file():
-            raise UserError(
-                f"surrogate model file not found (looked for {path.resolve()}); train one with "
-                "`dse surrogate train DATA -o MODEL.joblib`",
-                where=str(path),
-            )
-        try:
-            payload = joblib.load(path)
-        except Exception as exc:  # a corrupt or foreign file: say which, not a traceback
-            raise UserError(
-                f"cannot be read as a surrogate model ({type(exc).__name__}: {exc})", where=str(path)
-            ) from None
-        if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-            raise UserError("is not a dse surrogate model; train one with `dse surrogate train`", where=str(path))
-        model: SurrogateModel = payload["model"]
+    def check_schema(self, where: str) -> None:
         expected = feat.schema()
-        if model.schema != expected:
-            diff = _schema_difference(model.schema, expected)
+        if self.schema != expected:
+            diff = _schema_difference(self.schema, expected)
             raise UserError(
                 f"its feature schema does not match this version of dse ({diff}); retrain it on a "
                 "dataset built with this version",
-                where=str(path),
+                where=where,
             )
-        return model
+
+
+def save_model(model: Any, path: str | Path) -> Path:
+    """Write any surrogate (joblib, compressed) with the format tag ``read_model_file`` checks."""
+    import joblib
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    joblib.dump({"format": FORMAT, "model": model}, path, compress=3)
+    return path
+
+
+def read_model_file(path: str | Path) -> Any:
+    """The surrogate stored in ``path``; one clear error for a missing, corrupt or foreign file."""
+    import joblib
+
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(
+            f"surrogate model file not found (looked for {path.resolve()}); train one with "
+            "`dse surrogate train DATA -o MODEL.joblib`",
+            where=str(path),
+        )
+    try:
+        payload = joblib.load(path)
+    except Exception as exc:  # a corrupt or foreign file: say which, not a traceback
+        raise UserError(f"cannot be read as a surrogate model ({type(exc).__name__}: {exc})", where=str(path)) from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise UserError("is not a dse surrogate model; train one with `dse surrogate train`", where=str(path))
+    return payload["model"]
 
 
 def _schema_difference(saved: dict[str, Any], expected: dict[str, Any]) -> str:

@@ -26,18 +26,22 @@ from dse.search import Observation
 from dse.store import FlatMetricsEvaluator, PointRecord
 from hwmodels.base import Metrics
 from surrogates import features as feat
-from surrogates.dataset import WorkloadSpec, design_rows
+from surrogates.contract import CONTRACT_METRICS, ClosedForm, ContractRows, baseline_row
+from surrogates.contract_model import ContractSurrogate, contract_frame, load_surrogate
+from surrogates.dataset import WorkloadSpec, design_rows, feature_set
 from surrogates.model import SurrogateModel, metrics_from_totals
 
 PREDICTED_METRICS = ("latency_cycles", "latency_ms", "energy_mj", "area_mm2", "power_w", "edp", "throughput_ips")
 
 
-def check_predictable(metrics: Sequence[str], evaluator: str, where: str | None = None) -> None:
-    """Refuse objectives/constraints the surrogates do not predict."""
-    missing = [m for m in metrics if m not in PREDICTED_METRICS]
+def check_predictable(metrics: Sequence[str], evaluator: str, where: str | None = None, contract: bool = False) -> None:
+    """Refuse objectives/constraints the surrogates do not predict (the contract's closed-form metrics
+    for a contract surrogate, ``PREDICTED_METRICS`` for the systolic one)."""
+    allowed = CONTRACT_METRICS if contract else PREDICTED_METRICS
+    missing = [m for m in metrics if m not in allowed]
     if missing:
         raise UserError(
-            f"evaluator {evaluator} predicts only {', '.join(PREDICTED_METRICS)}; "
+            f"evaluator {evaluator} predicts only {', '.join(allowed)}; "
             f"{', '.join(missing)} needs evaluator: analytical",
             where=where,
         )
@@ -100,11 +104,16 @@ class HybridSweep(Sweep):
 
     def run(self, pool: Executor, evaluator: Any, display: Display) -> None:
         hybrid: HybridEvaluator = getattr(evaluator, "evaluator", evaluator)
-        check_predictable([o.metric for o in self.objectives] + [c.metric for c in self.constraints], "hybrid")
         exact = hybrid.exact
+        self._contract = feature_set(exact.template_kind, exact.mapper_name) == "contract"
+        metrics = [o.metric for o in self.objectives] + [c.metric for c in self.constraints]
+        check_predictable(metrics, "hybrid", contract=self._contract)
         self._hybrid = hybrid
-        self._ops = feat.op_table(exact.graph)
-        self._task = ExactTask(exact, self._ops.names)
+        self._ops = None if self._contract else feat.op_table(exact.graph)
+        self._names = [] if self._contract else self._ops.names
+        self._closed_form = ClosedForm(exact.graph, exact.template_kind, dict(exact.fixed)) if self._contract else None
+        self._contract_rows: dict[str, tuple[list[float], dict[str, float]]] = {}
+        self._task = ExactTask(exact, self._names)
         self._candidates: dict[str, Candidate] = {}
         self.exact_rounds = 0
         budget = self.strategy.budget
@@ -131,6 +140,7 @@ class HybridSweep(Sweep):
             self._add(proposals)
             self._evaluate_exact(self._initial_sample(n0), pool, display)
         self._refine(pool, display)
+        self._predict()  # candidates the loop never predicted (the cap was reached by the initial sample)
         self._store_predictions(display)
         n_exact, total = self._n_exact(), len(self._candidates)
         self.notes = [
@@ -164,7 +174,7 @@ class HybridSweep(Sweep):
         return chosen
 
     def _pretrained_front(self, cands: list[Candidate], n: int) -> list[Candidate]:
-        model = SurrogateModel.load(self._hybrid.model_path)
+        model = load_surrogate(self._hybrid.model_path)
         exact = self._hybrid.exact
         frame = model.predict_designs(
             exact.graph, exact.template_kind, [c.point for c in cands], exact.fixed, self._ops
@@ -186,8 +196,8 @@ class HybridSweep(Sweep):
                 cand.metrics = dict(record.metrics)
                 if record.ok:
                     rows = {r["layer"]: r for r in self.store.layer_rows(record.key)}
-                    if all(n in rows for n in self._ops.names):
-                        cand.per_op = np.array([[rows[n]["cycles"], rows[n]["energy_pj"]] for n in self._ops.names])
+                    if all(n in rows for n in self._names):
+                        cand.per_op = np.array([[rows[n]["cycles"], rows[n]["energy_pj"]] for n in self._names])
                 self.count(record, reused=True, display=display)
             else:
                 fresh.append(cand)
@@ -223,6 +233,22 @@ class HybridSweep(Sweep):
         if len(known) < 2:
             return None
         exact = self._hybrid.exact
+        if self._contract:
+            truths = [(dict(c.metrics), *self._closed(c)) for c in known]
+            frame = contract_frame(
+                exact.template_kind, exact.graph, exact.graph.name, [c.point for c in known], exact.fixed, truths
+            )
+            model = ContractSurrogate.fit(frame, "rf", self._hybrid.seed)
+            model.regressor.set_params(n_jobs=1)
+            missing = [o.metric for o in self.objectives if o.metric not in model.metric_names]
+            missing += [c.metric for c in self.constraints if c.metric not in model.metric_names]
+            if missing:
+                raise UserError(
+                    f"evaluator hybrid: the {exact.template_kind} closed form does not give {', '.join(missing)}; "
+                    f"it gives {', '.join(model.metric_names)}",
+                    where="evaluator",
+                )
+            return model
         results = [
             (
                 c.per_op,
@@ -247,8 +273,27 @@ class HybridSweep(Sweep):
             forest.set_params(n_jobs=1)
         return model
 
+    def _closed(self, cand: Candidate) -> tuple[list[float], dict[str, float]]:
+        """The closed form's contract row and metrics of a candidate, computed once."""
+        if cand.key not in self._contract_rows:
+            self._contract_rows[cand.key] = baseline_row(self._closed_form(cand.point))
+        return self._contract_rows[cand.key]
+
     def _tree_metrics(self, model: Any, cands: list[Candidate]) -> dict[str, np.ndarray]:
         exact = self._hybrid.exact
+        if self._contract:
+            frame = contract_frame(
+                exact.template_kind,
+                exact.graph,
+                exact.graph.name,
+                [c.point for c in cands],
+                exact.fixed,
+                [({}, *self._closed(c)) for c in cands],
+            )
+            base = {m: frame[f"base_{m}"].to_numpy(float) for m in CONTRACT_METRICS}
+            rows = ContractRows(model.schema["features"], frame[model.schema["features"]].to_numpy(float), base, None)
+            trees = model.tree_predictions_of(rows)
+            return {m: trees[..., i] for i, m in enumerate(model.metric_names)}
         trees = model.tree_predictions(
             exact.graph, exact.template_kind, [c.point for c in cands], exact.fixed, self._ops
         )

@@ -58,7 +58,7 @@ class Param:
                 v = value
             else:
                 v = str(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: an int too large for a float
             raise TemplateError(f"{self.name} must be a {self.type}, got {value!r}", self.name) from None
         if self.choices is not None and v not in self.choices:
             allowed = ", ".join(map(str, self.choices))

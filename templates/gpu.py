@@ -6,6 +6,15 @@ point names a catalog entry (``gpu``) and may override any of its numbers; overr
 without a throughput rescales the catalog's per-SM-per-clock throughput. ``gpu: custom`` builds one from
 scratch and then every number must be given.
 
+Tuning constants (achievable fractions, per-kernel fixed cost, host overhead, ...) are the GPU's fitted values
+when ``hwmodels/data/gpu_calibration.json`` has them (``calibration`` says on which measurements), else the
+catalog's assumptions ("catalog-only"); ``compute_fraction``, ``bandwidth_fraction`` and ``launch_us`` may
+still be set per point. ``execution: eager`` adds the host's per-call cost of an eager framework (PyTorch);
+the default ``graph`` is a captured CUDA graph / TensorRT engine, where only the device's fixed cost remains.
+
+``gpus`` > 1 is one node of that many GPUs running the workload tensor-parallel over NVLink
+(``nvlink_gbps``, one direction per GPU; the catalog's for SXM parts): see ``mappers.gpu``.
+
 Precision is the workload's (it picks the tensor-core math: fp16/bf16, fp8, int8; fp32 runs on the CUDA
 cores unless ``tf32`` is on). Batch is the workload's too: the graph is built at the spec's batch.
 """
@@ -13,15 +22,20 @@ cores unless ``tf32`` is on). Batch is the workload's too: the graph is built at
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from hwmodels.catalogs import gpu as gpu_catalog
+from hwmodels.catalogs.gpu_tuning import GpuTuning, calibration_for, default_tuning
+from hwmodels.catalogs.sparse import GPU_SPARSE_TENSOR_SPEEDUP
 from templates.base import Arch, Param, Template, TemplateError
 
 PRECISIONS = ("fp16", "bf16", "fp8", "int8", "fp32")
 PRECISION_BYTES = {"fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "fp32": 4}
 CUSTOM = "custom"
+EXECUTIONS = ("graph", "eager")
+SPARSITY_MODES = ("dense", "2:4")  # 2:4: the sparse tensor cores run GEMMs whose weights carry a 2:4-compatible pattern
+CATALOG_ONLY = "catalog-only (assumed constants, no measurements)"
 DEFAULT_GPU = "h100_sxm"
 # Parameters a catalog entry supplies and a point may override; ``gpu: custom`` needs every one.
 OVERRIDABLE = (
@@ -62,6 +76,24 @@ class GpuArch(Arch):
     launch_us: float
     compute_fraction: float
     bandwidth_fraction: float
+    tuning: GpuTuning = field(default_factory=default_tuning)
+    calibration: str = CATALOG_ONLY
+    execution: str = "graph"
+    gpus: int = 1
+    nvlink_gbps: float = 0.0
+    sparsity: str = "dense"  # dense | 2:4 (SPARSITY_MODES)
+
+    @property
+    def sparse_tensor_tflops(self) -> float:
+        """Peak of a 2:4-sparse GEMM (dense-equivalent operations): the datasheets' 'with sparsity' figure,
+        twice the dense peak; the dense peak where the option is off or GEMMs run on CUDA cores."""
+        if self.sparsity == "2:4" and self.uses_tensor_cores:
+            return self.tensor_tflops * GPU_SPARSE_TENSOR_SPEEDUP.value
+        return self.tensor_tflops
+
+    @property
+    def calibrated(self) -> bool:
+        return self.calibration != CATALOG_ONLY
 
     @property
     def elem_bytes(self) -> int:
@@ -125,23 +157,48 @@ class GpuTemplate(Template):
                 unit=" KiB",
             ),
             Param("tdp_w", "float", None, "thermal design power", low=1, unit=" W"),
-            Param("launch_us", "float", assumption("launch_us"), "kernel launch gap", low=0.0, unit=" us"),
+            Param(
+                "launch_us",
+                "float",
+                None,
+                f"device fixed cost per kernel (default: fitted, else {assumption('launch_us'):g})",
+                low=0.0,
+                unit=" us",
+            ),
             Param(
                 "compute_fraction",
                 "float",
-                assumption("compute_fraction"),
-                "achievable share of tensor peak",
+                None,
+                f"achievable share of tensor peak (default: fitted, else {assumption('compute_fraction'):g})",
                 low=0.05,
                 high=1.0,
             ),
             Param(
                 "bandwidth_fraction",
                 "float",
-                assumption("bandwidth_fraction"),
-                "achievable share of DRAM bandwidth",
+                None,
+                f"achievable share of DRAM bandwidth for GEMMs (default: fitted, else "
+                f"{assumption('bandwidth_fraction'):g})",
                 low=0.05,
                 high=1.0,
             ),
+            Param(
+                "execution",
+                "str",
+                "graph",
+                "graph: CUDA graph / TensorRT (device fixed cost only); eager: plus the host's per-call cost",
+                choices=EXECUTIONS,
+            ),
+            Param("gpus", "int", 1, "GPUs per node, tensor parallel over NVLink", low=1, high=64),
+            Param(
+                "sparsity",
+                "str",
+                "dense",
+                "2:4: GEMMs whose weights carry a 2:4-compatible pattern (workload sparsity) run on the sparse "
+                "tensor cores at the datasheet 'with sparsity' peak (2x dense), weights stored compressed",
+                choices=SPARSITY_MODES,
+            ),
+            Param("nvlink_gbps", "float", None, "NVLink bandwidth per GPU, one direction", low=1, unit=" GB/s"),
         ]
 
     def instantiate(self, point: Mapping[str, Any]) -> GpuArch:
@@ -192,9 +249,8 @@ class GpuTemplate(Template):
             max_blocks_per_sm=int(spec.max_blocks_per_sm.value),
             tdp_w=pick("tdp_w", spec.tdp_w),
             die_mm2=spec.die_mm2.value if spec.die_mm2 is not None else float("nan"),
-            launch_us=v["launch_us"],
-            compute_fraction=v["compute_fraction"],
-            bandwidth_fraction=v["bandwidth_fraction"],
+            **_tuned(v, name),
+            **_node(v, name),
         )
 
     def _custom(self, v: dict[str, Any], math: str) -> GpuArch:
@@ -223,7 +279,39 @@ class GpuTemplate(Template):
             max_blocks_per_sm=32,
             tdp_w=float(v["tdp_w"]),
             die_mm2=float("nan"),
-            launch_us=v["launch_us"],
-            compute_fraction=v["compute_fraction"],
-            bandwidth_fraction=v["bandwidth_fraction"],
+            **_tuned(v, CUSTOM),
+            **_node(v, CUSTOM),
         )
+
+
+def _tuned(v: dict[str, Any], gpu: str) -> dict[str, Any]:
+    """The tuning constants of a point: the GPU's fitted ones (or the assumptions), then the point's overrides."""
+    entry = calibration_for(gpu)
+    tuning = entry.tuning if entry is not None else default_tuning()
+    overrides = {k: float(v[k]) for k in ("launch_us", "compute_fraction", "bandwidth_fraction") if v[k] is not None}
+    tuning = replace(tuning, **overrides)
+    return {
+        "launch_us": tuning.launch_us,
+        "compute_fraction": tuning.compute_fraction,
+        "bandwidth_fraction": tuning.bandwidth_fraction,
+        "tuning": tuning,
+        "calibration": entry.label if entry is not None else CATALOG_ONLY,
+        "execution": v["execution"],
+        "sparsity": v["sparsity"],
+    }
+
+
+def _node(v: dict[str, Any], gpu: str) -> dict[str, Any]:
+    """GPUs per node and their NVLink bandwidth (the catalog's for NVLink parts; needed otherwise)."""
+    gpus = int(v["gpus"])
+    link = v["nvlink_gbps"]
+    if link is None and gpus > 1:
+        sourced = gpu_catalog.NVLINK_GBPS.get(gpu)
+        if sourced is None:
+            raise TemplateError(
+                f"gpus={gpus} needs nvlink_gbps: the catalog has no NVLink figure for gpu={gpu!r} (it has one for "
+                f"{', '.join(gpu_catalog.NVLINK_GBPS)}); give the GPU-to-GPU bandwidth per direction in GB/s",
+                "nvlink_gbps",
+            )
+        link = sourced.value
+    return {"gpus": gpus, "nvlink_gbps": float(link) if link is not None else 0.0}

@@ -5,7 +5,10 @@ operators on pattern compute units (PCUs: ``lanes`` SIMD lanes x ``stages`` pipe
 memory units (PMUs: banked scratchpads), with the chip reconfigured between sections. A point names a preset
 (``sn40l`` or ``plasticine``, every number from ``hwmodels.catalogs.rdu`` with its source) and may override any
 number: PCU/PMU counts, PMU size (or the total ``sram_mb``), clock, network, tier capacities and bandwidths,
-section switch time. ``ssm_ext`` adds SSM-RDU's FFT/scan interconnect (spatial butterflies and parallel scan).
+section switch time. ``sockets`` > 1 makes a node of identical sockets joined by links (``link_gbps``,
+``link_latency_us``) running the graph with ``tensor`` or ``pipeline`` parallelism (``hwmodels.rdu.node``);
+the ``sn40l_node`` preset is the 8-socket SN40L node. ``ssm_ext`` adds SSM-RDU's FFT/scan interconnect
+(spatial butterflies and parallel scan).
 
 Precision is the workload's: the preset's ``native_precision`` runs at the full PCU rate, a wider one at
 native_bits/bits of it (fp32 on a bf16 PCU: half), a narrower one at the native rate (no packing assumed).
@@ -37,7 +40,11 @@ OVERRIDABLE = (
     "ddr_gb",
     "ddr_gbps",
     "reconfig_us",
+    "sockets",
+    "link_gbps",
+    "link_latency_us",
 )
+PARALLELISM = ("tensor", "pipeline")
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,10 @@ class RduArch(Arch):
     tech: str
     hbm_kind: str
     ddr_kind: str
+    sockets: int = 1
+    link_gbps: float = 100.0
+    link_latency_us: float = 2.0
+    parallelism: str = "tensor"
 
     @property
     def elem_bytes(self) -> int:
@@ -115,6 +126,17 @@ class RduTemplate(Template):
             Param("precision", "str", "bf16", "operand precision (from the workload)", choices=tuple(PRECISION_BITS)),
             Param("ssm_ext", "bool", False, "SSM-RDU FFT/scan interconnect extensions (spatial FFT, parallel scan)"),
             Param("tech", "str", None, "technology for area/energy (default: the preset's)"),
+            Param("sockets", "int", None, "RDU sockets in the node (default: the preset's)", low=1, high=64),
+            Param("link_gbps", "float", None, "socket-to-socket link bandwidth per socket", low=0.001, unit=" GB/s"),
+            Param("link_latency_us", "float", None, "socket-to-socket latency per hop", low=0.0, unit=" us"),
+            Param(
+                "parallelism",
+                "str",
+                "tensor",
+                "how sockets share the graph: tensor (every op split, all-reduce on the link) or pipeline "
+                "(consecutive layers per socket)",
+                choices=PARALLELISM,
+            ),
         ]
 
     def instantiate(self, point: Mapping[str, Any]) -> RduArch:
@@ -163,4 +185,8 @@ class RduTemplate(Template):
             tech=tech,
             hbm_kind=spec.hbm_kind,
             ddr_kind=spec.ddr_kind,
+            sockets=int(pick("sockets")),
+            link_gbps=float(pick("link_gbps")),
+            link_latency_us=float(pick("link_latency_us")),
+            parallelism=v["parallelism"],
         )

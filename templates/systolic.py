@@ -35,7 +35,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dse.graph import PRECISION_BITS
+from dse.graph import PRECISION_BITS, GraphError
+from dse.importers.sparsity import parse_pattern
 from hwmodels.catalogs.tech import tech_names
 from templates.base import Arch, Param, Template, TemplateError
 
@@ -44,6 +45,9 @@ PRECISIONS: dict[str, int] = {name: PRECISION_BITS[name] for name in ("int8", "i
 DATAFLOWS = ("ws", "os", "is")
 DRAM_MODES = ("shared", "per_operand", "unlimited")
 SCRATCHPADS = ("split", "unified")
+SPARSE_REPS = ("ellpack_block", "csr", "csc", "bitmask", "rle")  # hwmodels.catalogs.sparse.FORMATS
+SPARSE_MACS = ("skip", "gate")
+SPARSE_LAYERS = ("workload", "none", "all", "pointwise", "spatial", "inner")
 DEFAULT_TECH = "asic-28nm"
 SRAM_NAMES = ("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib")
 DEFAULT_SRAM_KIB = 64.0  # each SRAM when neither it nor sram_kib is given
@@ -104,6 +108,22 @@ class SystolicArch(Arch):
     vector_lanes: int
     dram_mode: str = "shared"
     scratchpad: str = "split"
+    # SCALE-Sim 3's [sparsity] section, under our names, and Sparseloop's gating vs skipping
+    sparsity_support: bool = False
+    sparse_rep: str = "ellpack_block"
+    sparsity_optimized_mapping: bool = False
+    sparsity_block_size: int = 4
+    sparse_mac: str = "skip"
+    # workload-side axes (DRACO): applied by the fold mapper to the graph it maps
+    width_multiplier: float = 1.0
+    round_channels: bool = False
+    sparse_layers: str = "workload"
+    sparse_pattern: str = "2:4"
+
+    @property
+    def reshapes_workload(self) -> bool:
+        """Whether the workload-side axes change the graph (DRACO width/rounding, a layer selection)."""
+        return self.width_multiplier != 1.0 or self.round_channels or self.sparse_layers != "workload"
 
     @property
     def scratchpad_kib(self) -> float:
@@ -162,6 +182,51 @@ class SystolicTemplate(Template):
                 "SRAM organisation: split (ifmap/filter/ofmap, SCALE-Sim) or unified (one scratchpad of sram_kib)",
                 choices=SCRATCHPADS,
             ),
+            Param(
+                "sparsity_support",
+                "bool",
+                False,
+                "sparse datapath (SCALE-Sim 3 SparsitySupport): N:M weights condensed",
+            ),
+            Param(
+                "sparse_rep", "str", "ellpack_block", "compressed weight format (metadata size)", choices=SPARSE_REPS
+            ),
+            Param(
+                "sparsity_optimized_mapping",
+                "bool",
+                False,
+                "SCALE-Sim 3 OptimizedMapping (ws only): blocks of sparsity_block_size, N <= block/2 per column",
+            ),
+            Param(
+                "sparsity_block_size",
+                "int",
+                4,
+                "block size of the optimized mapping (SCALE-Sim BlockSize, <= rows)",
+                low=2,
+                high=4096,
+            ),
+            Param(
+                "sparse_mac",
+                "str",
+                "skip",
+                "ineffectual MACs: skip (condensed N:M, time and energy) or gate (energy only)",
+                choices=SPARSE_MACS,
+            ),
+            Param("width_multiplier", "float", 1.0, "DRACO: scale every hidden layer's channels", low=0.05, high=8.0),
+            Param(
+                "round_channels",
+                "bool",
+                False,
+                "DRACO: round each hidden layer's output channels up to a multiple of cols",
+            ),
+            Param(
+                "sparse_layers",
+                "str",
+                "workload",
+                "which conv/matmul layers take sparse_pattern (workload: as the spec says)",
+                choices=SPARSE_LAYERS,
+            ),
+            Param("sparse_pattern", "str", "2:4", "N:M pattern (or density) of the layers sparse_layers picks"),
         ]
 
     def instantiate(self, point: Mapping[str, Any]) -> SystolicArch:
@@ -193,6 +258,19 @@ class SystolicTemplate(Template):
         if v["tech"] not in names:
             raise TemplateError(f"tech={v['tech']!r} is not in the catalog; choose one of: {', '.join(names)}", "tech")
         lanes = lanes_of(v["vector_lanes"], v["cols"])
+        if v["sparsity_optimized_mapping"]:
+            if v["dataflow"] != "ws":
+                raise TemplateError(
+                    f"sparsity_optimized_mapping runs only under dataflow=ws (SCALE-Sim 3's optimized sparse "
+                    f"mapping), not {v['dataflow']}",
+                    "sparsity_optimized_mapping",
+                )
+            if v["sparsity_block_size"] > v["rows"] or v["sparsity_block_size"] % 2:
+                raise TemplateError(
+                    f"sparsity_block_size={v['sparsity_block_size']} must be even and <= rows={v['rows']}",
+                    "sparsity_block_size",
+                )
+        check_pattern(v["sparse_pattern"])
         return SystolicArch(
             rows=v["rows"],
             cols=v["cols"],
@@ -207,4 +285,28 @@ class SystolicTemplate(Template):
             vector_lanes=lanes,
             dram_mode=v["dram_mode"],
             scratchpad=v["scratchpad"],
+            sparsity_support=v["sparsity_support"],
+            sparse_rep=v["sparse_rep"],
+            sparsity_optimized_mapping=v["sparsity_optimized_mapping"],
+            sparsity_block_size=v["sparsity_block_size"],
+            sparse_mac=v["sparse_mac"],
+            width_multiplier=v["width_multiplier"],
+            round_channels=v["round_channels"],
+            sparse_layers=v["sparse_layers"],
+            sparse_pattern=v["sparse_pattern"],
         )
+
+
+def check_pattern(text: str) -> None:
+    """``sparse_pattern`` must read as a sparsity (``"2:4"``, ``"dense"``, a density)."""
+    try:
+        parse_pattern(_number_or_text(text), "sparse_pattern")
+    except GraphError as err:
+        raise TemplateError(str(err), "sparse_pattern") from None
+
+
+def _number_or_text(text: str) -> float | str:
+    try:
+        return float(text)
+    except ValueError:
+        return text

@@ -31,6 +31,7 @@ class ScaleSimLayer:
     channels: int
     num_filters: int
     stride: int = 1
+    sparsity: str = ""  # SCALE-Sim v3's per-layer "N:M" column ("" = the column left out: dense)
 
 
 @dataclass(frozen=True)
@@ -43,10 +44,15 @@ class ScaleSimConfig:
     ofmap_kb: int = 64
     bw_mode: str = "CALC"  # CALC | USER
     user_bw: int = 10  # words/cycle, used in USER mode
+    sparsity_support: bool = False  # SCALE-Sim 3's [sparsity] section
+    sparse_rep: str = "ellpack_block"  # csr | csc | ellpack_block
+    optimized_mapping: bool = False
+    block_size: int = 8
 
     @property
     def run_name(self) -> str:
-        return f"r{self.rows}x{self.cols}_{self.dataflow}_{self.bw_mode.lower()}{self.user_bw}"
+        sparse = f"_sp{self.sparse_rep}" if self.sparsity_support else ""
+        return f"r{self.rows}x{self.cols}_{self.dataflow}_{self.bw_mode.lower()}{self.user_bw}{sparse}"
 
     @classmethod
     def from_reference_row(cls, row: dict) -> ScaleSimConfig:
@@ -95,10 +101,10 @@ FilterSRAMBankNum: {1 if cfg.bw_mode == "USER" else 10}
 FilterSRAMBankPort: 2
 
 [sparsity]
-SparsitySupport : false
-SparseRep : ellpack_block
-OptimizedMapping : false
-BlockSize : 8
+SparsitySupport : {str(cfg.sparsity_support).lower()}
+SparseRep : {cfg.sparse_rep}
+OptimizedMapping : {str(cfg.optimized_mapping).lower()}
+BlockSize : {cfg.block_size}
 RandomNumberGeneratorSeed : 40
 
 [run_presets]
@@ -109,10 +115,13 @@ UseRamulatorTrace: False
 
 def topology_text(layers: list[ScaleSimLayer]) -> str:
     # SCALE-Sim drops the last comma-separated field of every row, so each row ends with a comma.
-    lines = ["Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,"]
+    # SCALE-Sim v3 reads an optional trailing "N:M" column (sparsity ratio) per layer.
+    head = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,"
+    lines = [head + (" Sparsity," if any(ly.sparsity for ly in layers) else "")]
     for ly in layers:
+        nm = f"{ly.sparsity}," if ly.sparsity else ""
         lines.append(
-            f"{ly.name},{ly.ifmap_h},{ly.ifmap_w},{ly.filt_h},{ly.filt_w},{ly.channels},{ly.num_filters},{ly.stride},"
+            f"{ly.name},{ly.ifmap_h},{ly.ifmap_w},{ly.filt_h},{ly.filt_w},{ly.channels},{ly.num_filters},{ly.stride},{nm}"
         )
     return "\n".join(lines) + "\n"
 
@@ -124,8 +133,28 @@ def _read_report(path: Path) -> list[dict[str, float]]:
     out = []
     for row in rows[1:]:
         vals = [v.strip() for v in row if v.strip()]
-        out.append({h: float(v) for h, v in zip(header, vals)})
+        out.append({h: _number(v) for h, v in zip(header, vals)})
     return out
+
+
+def _number(text: str) -> float | str:
+    """A report cell as a number (the sparse report also has one text column, the representation)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _sparse_fields(sparse: dict[str, float]) -> dict[str, float]:
+    """SPARSE_REPORT's storage figures (words; SCALE-Sim counts metadata in 32-bit words)."""
+    if not sparse:
+        return {}
+    by_start = {k.split("(")[0].strip().lower(): v for k, v in sparse.items()}
+    return {
+        "original_filter_storage": by_start["original filter storage"],
+        "new_filter_storage": by_start["new storage"],
+        "filter_metadata_storage": by_start["filter metadata storage"],
+    }
 
 
 def run_scalesim(layers: list[ScaleSimLayer], cfg: ScaleSimConfig, workdir: Path | None = None) -> list[dict]:
@@ -161,8 +190,10 @@ def run_scalesim(layers: list[ScaleSimLayer], cfg: ScaleSimConfig, workdir: Path
             report_dir = out_dir / cfg.run_name
             comp = _read_report(report_dir / "COMPUTE_REPORT.csv")[0]
             detail = _read_report(report_dir / "DETAILED_ACCESS_REPORT.csv")[0]
+            sparse = _read_report(report_dir / "SPARSE_REPORT.csv")[0] if cfg.sparsity_support else {}
             results.append(
                 {
+                    **_sparse_fields(sparse),
                     "layer": layer.name,
                     "total_cycles_incl_prefetch": comp["Total Cycles (incl. prefetch)"],
                     "compute_cycles": comp["Total Cycles"],
@@ -200,6 +231,10 @@ def arch_point(cfg: ScaleSimConfig) -> dict:
         "freq_mhz": 1000.0,
         "precision": "int8",
         "dram_mode": "unlimited" if calc else "per_operand",
+        "sparsity_support": cfg.sparsity_support,
+        "sparse_rep": cfg.sparse_rep,
+        "sparsity_optimized_mapping": cfg.optimized_mapping,
+        "sparsity_block_size": cfg.block_size,
     }
 
 
@@ -220,7 +255,10 @@ def layer_graph(layers: list[ScaleSimLayer]):
         pad_b = (p - 1) * ly.stride + ly.filt_h - ly.ifmap_h
         pad_r = (q - 1) * ly.stride + ly.filt_w - ly.ifmap_w
         b.conv(x, ly.num_filters, (ly.filt_h, ly.filt_w), stride=ly.stride, pad=(0, 0, pad_b, pad_r), name=ly.name)
-    return b.build()
+    graph = b.build()
+    from dse.importers.sparsity import parse_pattern, with_sparsity
+
+    return with_sparsity(graph, {ly.name: parse_pattern(ly.sparsity) for ly in layers if ly.sparsity})
 
 
 def predict(layers: list[ScaleSimLayer], cfg: ScaleSimConfig) -> list[dict]:
@@ -236,9 +274,17 @@ def predict(layers: list[ScaleSimLayer], cfg: ScaleSimConfig) -> list[dict]:
     SystolicModel().evaluate(mapping, arch)  # the full path must run; figures below are per layer
     out = []
     for ly in layers:
-        cost = gemm_cost(mapping.ops[ly.name].extra["gemm"], arch)
+        extra = mapping.ops[ly.name].extra
+        cost = gemm_cost(extra["gemm"], arch)
+        report = {}
+        if cfg.sparsity_support and ly.sparsity:
+            from hwmodels.systolic.sparse import scalesim_sparse_report
+
+            sp = extra["sparse"].pattern
+            report = vars(scalesim_sparse_report(extra["sparse"].dense, sp.n, sp.m, cfg.sparse_rep))
         out.append(
             {
+                **report,
                 "layer": ly.name,
                 "total_cycles_incl_prefetch": cost.scalesim_total_cycles,
                 "compute_cycles": cost.compute_cycles - 1,

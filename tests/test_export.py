@@ -132,3 +132,47 @@ def test_export_and_csim_every_backend_and_io_type(tmp_path, model, io, backend)
     report = export_point(run, _point_id(run), out, backend=backend, csim=True)
     _check_config(out, report)
     assert report["csim"]["argmax_agreement"] >= 0.9 and report["csim"]["max_abs_error"] < 0.1
+
+
+def test_shapes_only_model_explores_but_is_refused_by_export(tmp_path, capsys):
+    """A model whose external weight file is absent imports with shapes only: explore works, export says why not."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array(rng.standard_normal((16, 32)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((32, 5)).astype(np.float32), "w2")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"]),
+        helper.make_node("Relu", ["h"], ["a"]),
+        helper.make_node("MatMul", ["a", "w2"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])],
+        initializer=[w1, w2],
+    )
+    model_path = tmp_path / "mlp.onnx"
+    onnx.save_model(
+        helper.make_model(graph),
+        str(model_path),
+        save_as_external_data=True,
+        location="mlp.onnx.data",
+        size_threshold=0,
+    )
+    (tmp_path / "mlp.onnx.data").unlink()
+    spec = tmp_path / "mlp.yaml"
+    spec.write_text(
+        SPEC.format(name="mlp", model="mlp.onnx", io="io_parallel", rf=4, rf1=8, part="xcu250").replace(
+            "    layer1_reuse_factor: 8\n", ""
+        )
+    )
+    run = tmp_path / "run"
+    assert main(["explore", str(spec), "-o", str(run), "--executor", "serial", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["export", str(run), "--point", _point_id(run), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "weight data is missing (tensors w1, w2)" in err and len(err.strip().splitlines()) == 1

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import replace
-
 import pytest
 
 from dse import zoo
 from dse.graph import GraphBuilder
 from hwmodels.catalogs import gpu as gpu_catalog
-from hwmodels.gpu.calibrate import Measurement, fit_calibration, predict_seconds
+from hwmodels.catalogs import gpu_tuning
 from hwmodels.gpu.cost import Gemm, Tile, gemm_cost, tile_efficiency, tile_fits
 from hwmodels.gpu.model import GpuModel
 from mappers.gpu import GpuTileMapper, best_tile, candidate_tiles
@@ -56,12 +53,12 @@ def test_catalog_lookup_accepts_aliases_and_names_the_choices() -> None:
         gpu_catalog.get_gpu("b200")
 
 
-def test_sources_markdown_lists_every_gpu_and_assumption() -> None:
-    text = gpu_catalog.sources_markdown()
-    for name in gpu_catalog.gpu_names():
-        assert f"## {name}" in text
-    assert "ASSUMPTION" in text and "launch_us" in text
-    assert gpu_catalog.GPU_SOURCES_MD.read_text() == text, "run python -m hwmodels.catalogs.gpu"
+def test_sources_markdown_lists_every_gpu_assumption_node_and_calibration() -> None:
+    text = gpu_tuning.full_sources_markdown()
+    for name in (*gpu_catalog.gpu_names(), *gpu_catalog.node_names()):
+        assert f"## {name}" in text or f"| {name} |" in text
+    assert "ASSUMPTION" in text and "launch_us" in text and "## Calibrated GPUs" in text
+    assert gpu_catalog.GPU_SOURCES_MD.read_text() == text, "run python -m hwmodels.catalogs.gpu_tuning"
 
 
 # ------------------------------------------------------------------------------------------ template
@@ -216,24 +213,3 @@ def test_a_newer_gpu_is_faster_and_an_edge_gpu_draws_less_power() -> None:
     l4 = _run(graph, gpu="l4", precision="int8")[1]
     assert h100["latency_ms"] < a100["latency_ms"] < l4["latency_ms"]
     assert l4["power_w"] < 72 < h100["power_w"] <= 700
-
-
-# ------------------------------------------------------------------------------------------ calibration
-def test_calibration_recovers_known_fractions_on_held_out_shapes() -> None:
-    """Synthetic 'measurements' from a GPU with other fractions (plus 3 % noise): the fit must find them."""
-    import numpy as np
-
-    base = _arch()
-    truth = replace(base, compute_fraction=0.6, bandwidth_fraction=0.7, launch_us=6.0)
-    rng = np.random.default_rng(1)
-    sizes = (64, 256, 1024, 4096)
-    shapes = [Gemm(m, n, k, 1) for m in sizes for n in sizes for k in (256, 2048)]
-    measured = [
-        Measurement(f"g{i}", g, predict_seconds(Measurement("", g, 1.0), truth) * float(rng.uniform(0.97, 1.03)))
-        for i, g in enumerate(shapes)
-    ]
-    result = fit_calibration(measured, base)
-    assert result.compute_fraction == pytest.approx(0.6, rel=0.1)
-    assert result.launch_us == pytest.approx(6.0, rel=0.25)
-    assert result.heldout_mape_model < 10.0 and result.heldout_mape_boosted < 10.0
-    assert result.n_heldout >= 2 and all(math.isfinite(r["model_s"]) for r in result.heldout)

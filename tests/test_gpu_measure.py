@@ -29,10 +29,13 @@ def test_cpu_measurement_writes_a_complete_csv(tmp_path: Path, capsys) -> None:
     assert rc == 0
     frame = pd.read_csv(out)
     assert list(frame.columns) == list(script.COLUMNS)
-    quick = len(script.QUICK_GEMMS) + len(script.QUICK_CONVS) + len(script.QUICK_ATTENTION)
+    quick = (
+        len(script.QUICK_GEMMS) + len(script.QUICK_CONVS) + len(script.QUICK_ATTENTION) + len(script.QUICK_MEMORY_OPS)
+    )
     assert len(frame) == quick
-    assert set(frame["kind"]) == {"gemm", "conv", "attention"}
-    assert (frame["median_s"] > 0).all() and (frame["min_s"] <= frame["median_s"]).all()
+    assert set(frame["op"]) == {"gemm", "conv", "attention", "softmax", "layernorm", "gelu"}
+    assert (frame["latency_s"] > 0).all() and (frame["min_s"] <= frame["latency_s"]).all()
+    assert (frame["precision"] == "fp32").all() and frame["method"].str.startswith("eager PyTorch call").all()
     assert (frame["device"] == "cpu").all() and frame["device_name"].str.len().min() > 0
     assert frame["torch"].iloc[0].startswith("2.")
     conv = frame[frame["name"] == "r50_res4_3x3_b8"].iloc[0]
@@ -49,10 +52,12 @@ def test_measured_csv_feeds_the_calibration_reader(tmp_path: Path) -> None:
     out = tmp_path / "cpu.csv"
     script.main(["--device", "cpu", "--quick", "--repeats", "1", "--warmup", "0", "--out", str(out)])
     measurements = read_measurements(out)
-    assert len(measurements) == len(script.QUICK_GEMMS) + len(script.QUICK_CONVS)
-    assert {m.kind for m in measurements} == {"gemm", "conv"}
+    assert len(measurements) == len(pd.read_csv(out))
+    assert {m.kind for m in measurements} == {"GEMM", "attention", "softmax", "layernorm", "GELU"}
     batched = next(m for m in measurements if m.name == "batched_64x128x64")
-    assert batched.gemm.count == 64 and batched.seconds > 0
+    assert batched.count == 64 and batched.seconds > 0
+    gelu = next(m for m in measurements if m.op == "gelu")
+    assert (gelu.M, gelu.N) == (2**20, 1) and gelu.precision == "fp32"
 
 
 def test_cuda_request_without_a_device_is_refused(tmp_path: Path, capsys) -> None:

@@ -69,7 +69,8 @@ def test_presets_cite_every_number_and_reproduce_the_published_peaks() -> None:
 def test_template_overrides_and_errors_name_the_parameter() -> None:
     arch = rdu(pcus=520, sram_mb=260)
     assert arch.pcus == 520 and arch.sram_bytes == pytest.approx(260e6, rel=1e-3)
-    with pytest.raises(TemplateError, match="preset.*sn40l, plasticine"):
+    # issue 16 added the 8-socket sn40l_node preset between the two
+    with pytest.raises(TemplateError, match="preset.*sn40l, sn40l_node, plasticine"):
         RduTemplate().instantiate({"preset": "tpu"})
     with pytest.raises(TemplateError, match="int16.*not supported.*bf16"):
         rdu(precision="int16")

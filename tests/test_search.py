@@ -12,7 +12,8 @@ from optuna.trial import TrialState
 
 from dse.errors import UserError
 from dse.search import ListStrategy, Observation, OptunaStrategy, distribution_for, make_strategy
-from dse.space import Dimension
+from dse.space import DesignSpace, Dimension, dimension_from_spec
+from templates.base import Param
 
 
 def _spec(strategy: str, budget: int | None, seed: int = 0, population: int | None = None) -> FakeSpec:
@@ -288,3 +289,61 @@ def test_gp_without_pytorch_is_one_clear_user_error(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
     with pytest.raises(UserError, match=r"strategy gp needs PyTorch .*pip install 'dse\[gp\]'"):
         make_strategy(_spec("gp", 6), toy_space())
+
+
+# -- bounded: huge spaces are sized exactly, refused or streamed, never listed ------------------------------
+
+
+def _huge_space():
+    """The issue-19 grid: 4096 x 4096 x 3 x 99,998 x 1000 points (about 5 x 10^15)."""
+
+    def dim(name: str, raw, ptype: str = "int"):
+        choices = ("ws", "os", "is") if ptype == "str" else None
+        return dimension_from_spec(name, raw, Param(name, ptype, 1 if ptype == "int" else "ws", choices=choices))
+
+    return DesignSpace(
+        (
+            dim("rows", {"range": [1, 4096]}),
+            dim("cols", {"range": [1, 4096]}),
+            dim("dataflow", ["ws", "os", "is"], "str"),
+            dim("sram_kib", {"range": [3, 100000], "step": 1}),
+            dim("dram_gbps", {"range": [1, 1000], "step": 1}),
+        )
+    )
+
+
+def test_a_huge_grid_without_budget_is_refused_with_its_exact_size() -> None:
+    space = _huge_space()
+    assert space.grid_size() == 4096 * 4096 * 3 * 99_998 * 1000  # exact big integer, nothing listed
+    with pytest.raises(UserError) as info:
+        make_strategy(_spec("grid", None), space)
+    message = str(info.value)
+    assert "5,033,064,136,704,000 points" in message and "search.max_grid (1,000,000)" in message
+    assert "budget" in message and "random" in message and "\n" not in message
+
+
+def test_max_grid_is_configurable() -> None:
+    space = toy_space()
+    spec = _spec("grid", None)
+    spec.search.max_grid = space.grid_size() - 1
+    with pytest.raises(UserError, match="more than search.max_grid"):
+        make_strategy(spec, space)
+    spec.search.max_grid = space.grid_size()
+    assert make_strategy(spec, space).budget == space.grid_size()
+
+
+def test_huge_grid_with_a_budget_streams_its_first_points() -> None:
+    space = _huge_space()
+    strategy = make_strategy(_spec("grid", 5), space)
+    first = [p.point for p in strategy.ask(10)]
+    assert len(first) == 5 and first[0] == {"rows": 1, "cols": 1, "dataflow": "ws", "sram_kib": 3, "dram_gbps": 1}
+    assert [p["dram_gbps"] for p in first] == [1, 2, 3, 4, 5]  # the last dimension varies fastest
+    assert strategy.ask(10) == []
+
+
+def test_random_on_a_huge_space_streams_distinct_points() -> None:
+    strategy = make_strategy(_spec("random", 2000, seed=3), _huge_space())
+    points = [p.point for p in strategy.ask(5000)]
+    assert len(points) == 2000 and len({tuple(p.values()) for p in points}) == 2000
+    again = make_strategy(_spec("random", 2000, seed=3), _huge_space())
+    assert [p.point for p in again.ask(5000)] == points  # deterministic for the seed

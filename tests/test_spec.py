@@ -726,3 +726,60 @@ def test_unknown_mapper_option_through_dse_validate_exits_2(tmp_path: Path) -> N
     message = result.stderr.strip()
     assert "Traceback" not in message and len(message.splitlines()) == 1, message
     assert f"{path}:6: template.mapper_options.objectiv:" in message and "time_limit_s" in message
+
+
+# -- untrusted paths: a spec reads only files in its own folder unless given an absolute path --------------
+
+TOPOLOGY = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
+TOPOLOGY += "Conv1, 34, 34, 3, 3, 3, 16, 1,\n"
+
+
+def _topology_spec(model: str, extra: str = "") -> str:
+    return f"name: paths\nworkload: {{model: '{model}'}}\ntemplate: {{kind: systolic}}\n{extra}"
+
+
+@pytest.mark.parametrize("model", ["../outside.csv", "sub/../../outside.csv", "link.csv"])
+def test_relative_model_paths_may_not_leave_the_spec_folder(tmp_path: Path, model: str) -> None:
+    (tmp_path / "outside.csv").write_text(TOPOLOGY)
+    folder = tmp_path / "specs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "link.csv").symlink_to(tmp_path / "outside.csv")  # a link pointing out is refused too
+    spec = folder / "spec.yaml"
+    spec.write_text(_topology_spec(model))
+    with pytest.raises(SpecError) as info:
+        load_spec(spec)
+    assert "leads outside the spec's folder" in str(info.value) and "workload.model" in str(info.value)
+
+
+def test_model_paths_inside_the_folder_or_absolute_are_read(tmp_path: Path) -> None:
+    folder = tmp_path / "specs"
+    (folder / "models").mkdir(parents=True)
+    (folder / "models" / "net.csv").write_text(TOPOLOGY)
+    (tmp_path / "elsewhere.csv").write_text(TOPOLOGY)
+    spec = folder / "spec.yaml"
+    spec.write_text(_topology_spec("models/net.csv"))
+    assert load_spec(spec).workload.model_path == (folder / "models" / "net.csv").resolve()
+    spec.write_text(_topology_spec(str(tmp_path / "elsewhere.csv")))  # the user's absolute path: allowed
+    assert load_spec(spec).workload.model_path == (tmp_path / "elsewhere.csv").resolve()
+
+
+def test_surrogate_path_may_not_leave_the_spec_folder(tmp_path: Path) -> None:
+    (tmp_path / "model.joblib").write_bytes(b"x")
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    spec = folder / "spec.yaml"
+    spec.write_text("name: s\nworkload: {model: jet_mlp}\ntemplate: {kind: systolic}\nsurrogate: ../model.joblib\n")
+    with pytest.raises(SpecError, match="surrogate.*leads outside the spec's folder"):
+        load_spec(spec)
+
+
+def test_alias_bombs_and_oversized_specs_are_refused_quickly(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]  # 10^9 values
+    spec = tmp_path / "bomb.yaml"
+    spec.write_text("\n".join(lines) + "\nname: *a8\n")
+    with pytest.raises(SpecError, match="expands to more than 100,000 values"):
+        load_spec(spec)
+    spec.write_text("name: big\n# " + "x" * (1 << 20) + "\n")
+    with pytest.raises(SpecError, match="a spec is at most"):
+        load_spec(spec)

@@ -27,6 +27,13 @@ ALL_MODELS = [
     "gpt2",
     "mamba",
     "hyena",
+    # LLM serving workloads (issue 16): Llama-2 7B/13B/70B, Mixtral-style MoE, Composition of Experts
+    "llama2_7b",
+    "llama2_13b",
+    "llama2_70b",
+    "llama3_8b",
+    "mixtral_8x7b",
+    "coe_llama2_7b",
 ]
 CNNS = ["resnet18", "resnet50", "mobilenet_v1", "vgg16"]
 
@@ -510,3 +517,45 @@ def test_resnet_stem_equals_onnx_import(tmp_path):
     assert [op.shape_key() for op in imported.ops] == [
         built.op(n).shape_key() for n in ("Conv1", "Conv1_relu", "Pool1")
     ]
+
+
+# -- Llama-style decoders and the Mixtral-style MoE (issue 14) -----------------------------
+LLAMA_STYLE = ["llama2_7b", "llama3_8b", "llama2_70b", "mixtral_8x7b"]
+
+
+def test_llama3_8b_shape_and_published_parameter_count():
+    from dse.zoo.llm import LLM_SHAPES, llm_params
+
+    shape = LLM_SHAPES["llama3_8b"]
+    assert (shape.hidden, shape.heads, shape.kv_heads, shape.ffn, shape.layers, shape.vocab) == (
+        4096, 32, 8, 14336, 32, 128256,
+    )  # fmt: skip
+    # HF Meta-Llama-3-8B num_parameters(); the graph's norms carry a beta too (2 x hidden per norm more)
+    assert llm_params("llama3_8b") == pytest.approx(8_030_261_248, rel=1e-4)
+    graph = zoo.build("llama3_8b", phase="decode", num_layers=1, kv_len=64)
+    assert graph.tensors["layer0.k_cache"].shape == (8, 64, 128)  # 8 KV heads of 128: grouped-query attention
+
+
+@pytest.mark.parametrize("name", LLAMA_STYLE)
+def test_llm_layers_carry_rmsnorm_rotary_and_swiglu(name):
+    graph = zoo.build(name, phase="prefill", seq_len=8, num_layers=2)
+    norms = [op for op in graph.ops if op.kind is OpKind.LAYERNORM]
+    assert len(norms) == 2 * 2 + 1  # input and post-attention RMSNorm per layer, and the final norm
+    rope = [op.name for op in graph.ops if op.attrs.get("fn") == "rope"]
+    assert rope == [f"layer{i}.{x}_rope" for i in range(2) for x in "qk"]
+    swiglu = [op for op in graph.ops if op.attrs.get("fn") == "silu_mul"]
+    assert swiglu and all(len(op.inputs) == 2 for op in swiglu)  # SiLU(gate) x up
+    assert len(swiglu) == 2 * (1 if name != "mixtral_8x7b" else 8)  # 8 tokens x top-2 touch all 8 experts
+
+
+@pytest.mark.parametrize("batch", [1, 3, 5, 16])
+def test_mixtral_macs_count_top_k_experts_and_weights_count_all(batch):
+    """Per token only top_k experts run (MACs); every expert's weights are held (bytes)."""
+    from dse.zoo.llm import LLM_SHAPES
+
+    size = LLM_SHAPES["mixtral_8x7b"]
+    graph = zoo.build("mixtral_8x7b", precision="bf16", phase="decode", batch=batch, num_layers=1)
+    expert_macs = sum(op.macs for op in graph.ops if ".expert" in op.name)
+    assert expert_macs == batch * size.top_k * 3 * size.hidden * size.ffn
+    expert_weights = [t for name, t in graph.tensors.items() if ".expert" in name and t.kind == "weight"]
+    assert sum(t.nbytes for t in expert_weights) == size.experts * 3 * size.hidden * size.ffn * 2

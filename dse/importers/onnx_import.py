@@ -12,14 +12,20 @@ wrong work.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from dse.graph import PRECISION_BYTES, Graph, GraphError
+from dse.importers.onnx_fold import fold_constants
 from dse.importers.onnx_load import fix_input_dims, infer_shapes, read_model
 from dse.importers.onnx_ops import SUPPORTED_OP_TYPES, OnnxImporter
+from dse.importers.sparsity import measured_weight_density
 
 __all__ = ["SUPPORTED_OP_TYPES", "load_onnx"]
+
+LOG = logging.getLogger("dse.importers")
 
 
 def load_onnx(
@@ -40,11 +46,33 @@ def load_onnx(
         raise GraphError(f"unknown precision {precision!r}; allowed: {', '.join(PRECISION_BYTES)}")
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
         raise GraphError(f"batch must be a positive integer, got {batch!r}")
-    model = read_model(Path(path))
+    start = time.perf_counter()
+    loaded = read_model(Path(path))
+    model = loaded.model
     fix_input_dims(model, Path(path), batch, dict(symbolic_dims or {}))
     inferred = infer_shapes(model, Path(path))
-    importer = OnnxImporter(Path(path), inferred, PRECISION_BYTES[precision])
+    folding = fold_constants(inferred, Path(path), lambda t: t.name not in loaded.without_data)
+    for _ in range(3):  # shapes that depended on folded values are concrete now: fold what they free
+        if not folding.folded:
+            break
+        again = fold_constants(infer_shapes(folding.model, Path(path)), Path(path), folding.has_data)
+        folding.model = again.model
+        folding.folded.update(again.folded)
+        if not again.folded:
+            break
+    importer = OnnxImporter(
+        Path(path), folding.model, PRECISION_BYTES[precision], without_data=set(loaded.without_data)
+    )
     graph = importer.run()
+    if loaded.missing_files:
+        LOG.warning(
+            "%s: weights missing (%d external data files absent, e.g. %r): imported shapes only; fine for "
+            "performance models, refused by what needs weight values (accuracy, hls4ml export)",
+            path,
+            len(set(loaded.missing_files.values())),
+            next(iter(loaded.missing_files.values())),
+        )
+    precisions = sorted({str(op.attrs["precision"]) for op in graph.ops if "precision" in op.attrs})
     graph.meta.update(
         source=str(path),
         format="onnx",
@@ -52,5 +80,11 @@ def load_onnx(
         batch=importer.batch,
         opset=importer.opset,
         folded_batchnorm=dict(importer.folded_batchnorm),
+        onnx_nodes=folding.nodes_before,
+        folded_nodes=dict(sorted(folding.folded.items())),
+        weights_missing=sorted(loaded.missing_files),
+        quantized_precisions=precisions,
+        weight_density=measured_weight_density(graph, folding.model),  # applied by `sparsity: measured`
+        import_seconds=round(time.perf_counter() - start, 4),
     )
     return graph

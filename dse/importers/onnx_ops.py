@@ -6,7 +6,6 @@ shape, so no op and no copy is costed for them.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import replace
@@ -15,7 +14,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dse.graph import Graph, GraphError, OpKind
-from dse.importers.onnx_walk import Activation, Constant, GraphWalk, broadcast, normalize_axis
+from dse.importers.onnx_ops_more import (
+    MORE_DATA_MOVEMENT,
+    MORE_NARY,
+    MORE_OTHER,
+    MORE_REDUCE,
+    MORE_UNARY,
+    MORE_VIEWS,
+    MoreOps,
+)
+from dse.importers.onnx_quant import QUANT_OPERANDS, QUANT_OPS, QuantOps
+from dse.importers.onnx_walk import Activation, Constant, broadcast, normalize_axis, quant_precision
 
 if TYPE_CHECKING:
     import onnx
@@ -53,12 +62,13 @@ _OTHER_OPS = (
     "Constant",
     "ConstantOfShape",
 )
-SUPPORTED_OP_TYPES: tuple[str, ...] = tuple(sorted({*_UNARY_FUNCTIONS, *_BINARY_FUNCTIONS, *_VIEW_OPS, *_OTHER_OPS}))
+_MORE_TABLES = (*MORE_UNARY, *MORE_NARY, *MORE_DATA_MOVEMENT, *MORE_REDUCE, *MORE_VIEWS, *MORE_OTHER, *QUANT_OPS)
+SUPPORTED_OP_TYPES: tuple[str, ...] = tuple(
+    sorted({*_UNARY_FUNCTIONS, *_BINARY_FUNCTIONS, *_VIEW_OPS, *_OTHER_OPS, *_MORE_TABLES})
+)
 
-_MATERIALISE_LIMIT = 4096  # elements; larger computed constants keep only their shape
 
-
-class OnnxImporter(GraphWalk):
+class OnnxImporter(QuantOps, MoreOps):
     """Walks the ONNX graph once, in its (checker-verified) topological order, converting node by node."""
 
     def __post_init__(self) -> None:
@@ -90,13 +100,31 @@ class OnnxImporter(GraphWalk):
             self.handlers[op_type] = self._unary
         for op_type in _BINARY_FUNCTIONS:
             self.handlers[op_type] = self._binary
+        for table, handler in (
+            ((*MORE_UNARY, *MORE_NARY), self._table_elementwise),
+            (MORE_DATA_MOVEMENT, self._data_movement),
+            (MORE_REDUCE, self._reduce),
+            (MORE_VIEWS, self._cast),
+            (("Split",), self._split),
+            (("Einsum",), self._einsum),
+            (("LSTM", "GRU", "RNN"), self._recurrent),
+            (("Attention",), self._attention),
+            (("InstanceNormalization", "GroupNormalization", "RMSNormalization"), self._norm),
+            (("QuantizeLinear", "DequantizeLinear"), self._quantize),
+            (("QLinearConv", "ConvInteger"), self._conv),
+            (("QLinearMatMul", "MatMulInteger"), self._matmul),
+        ):
+            for op_type in table:
+                self.handlers[op_type] = handler
         assert set(self.handlers) == set(SUPPORTED_OP_TYPES)
 
     # -- driver ------------------------------------------------------------
     def run(self) -> Graph:
         graph = self.model.graph
         for init in graph.initializer:
-            self.values[init.name] = Constant(init.name, tuple(int(d) for d in init.dims), init)
+            proto = None if init.name in self.without_data else init
+            label = quant_precision(init.data_type)
+            self.values[init.name] = Constant(init.name, tuple(int(d) for d in init.dims), proto, precision=label)
         for info in graph.input:
             if info.name in self.values:
                 continue  # old exporters list initializers as inputs too
@@ -108,7 +136,10 @@ class OnnxImporter(GraphWalk):
         for index, node in enumerate(graph.node):
             name = node.name or f"{node.op_type}_{index}"
             self._node_name = name
-            self.handlers[node.op_type](node, name)
+            if self._all_constant(node):
+                self._fold_shape_only(node, name)  # reads only weights too large to evaluate
+            else:
+                self.handlers[node.op_type](node, name)
         for info in graph.output:
             value = self.values.get(info.name)
             if isinstance(value, Activation):
@@ -119,7 +150,11 @@ class OnnxImporter(GraphWalk):
     def _check_supported(self) -> None:
         """Refuse the model before any work if a node is not supported, naming every unsupported op type."""
         unsupported: list[tuple[str, str, str]] = []
+        constant = {t.name for t in self.model.graph.initializer}
         for index, node in enumerate(self.model.graph.node):
+            if node.input and all(not n or n in constant for n in node.input):
+                constant.update(node.output)  # only reshapes or converts weights: never costed
+                continue
             if node.domain not in ("", "ai.onnx") or node.op_type not in self.handlers:
                 unsupported.append((node.name or f"{node.op_type}_{index}", node.op_type, node.domain))
         if not unsupported:
@@ -143,12 +178,18 @@ class OnnxImporter(GraphWalk):
         kernel: list[int],
         attrs: dict[str, Any],
         ceil_mode: bool = False,
+        max_rank: int = 2,
     ) -> tuple[Activation, list[int], list[int], list[int], list[int], list[int]]:
-        """Normalise a 1-D or 2-D window op to 2-D: (x as NCHW, kernel, strides, pads tlbr, dilations, out HW)."""
+        """Normalise a window op to 2-D: (x as NCHW, kernel, strides, pads tlbr, dilations, out HW).
+
+        With ``max_rank`` 3 (pools), a 3-D window keeps its work exact with depth folded into height:
+        input H = D*H, output P = Pd*Ph, window R = kd*kh; strides and pads stay 3-D (begins, ends).
+        """
         spatial_rank = len(x.shape) - 2
-        if spatial_rank not in (1, 2) or len(kernel) != spatial_rank:
+        if not 1 <= spatial_rank <= max_rank or len(kernel) != spatial_rank:
+            windows = "1-D, 2-D and 3-D" if max_rank == 3 else "1-D and 2-D"
             raise self._error(
-                name, node, f"only 1-D and 2-D windows are supported (input shape {x.shape}, kernel {kernel})"
+                name, node, f"only {windows} windows are supported (input shape {x.shape}, kernel {kernel})"
             )
         strides = list(attrs.get("strides", [1] * spatial_rank))
         dilations = list(attrs.get("dilations", [1] * spatial_rank))
@@ -174,6 +215,18 @@ class OnnxImporter(GraphWalk):
             if ceil_mode and (out - 1) * s >= size + lo:
                 out -= 1  # the last window may not start inside the end padding
             outs.append(out)
+        if spatial_rank == 3:
+            n, c, depth, height, width = x.shape
+            x = Activation(x.tensor, (n, c, depth * height, width))
+            flat_dilations = [1, 1] if dilations == [1, 1, 1] else dilations
+            return (
+                x,
+                [kernel[0] * kernel[1], kernel[2]],
+                strides,
+                begins + ends,
+                flat_dilations,
+                [outs[0] * outs[1], outs[2]],
+            )
         if spatial_rank == 1:
             x = Activation(x.tensor, (x.shape[0], x.shape[1], 1, x.shape[2]))
             kernel, strides, dilations = [1, *kernel], [1, *strides], [1, *dilations]
@@ -181,8 +234,9 @@ class OnnxImporter(GraphWalk):
         return x, list(kernel), strides, [begins[0], begins[1], ends[0], ends[1]], dilations, outs
 
     def _conv(self, node: onnx.NodeProto, name: str) -> None:
-        x = self._activation(node, name)
-        weight = self._constant(node, name, 1, "weight")
+        x_index, w_index, b_index = QUANT_OPERANDS.get(node.op_type, (0, 1, 2))
+        x = self._activation(node, name, x_index)
+        weight = self._constant(node, name, w_index, "weight")
         attrs = self._attrs(node)
         group = int(attrs.get("group", 1))
         kernel = list(attrs.get("kernel_shape", weight.shape[2:]))
@@ -202,9 +256,10 @@ class OnnxImporter(GraphWalk):
             pad=(pads[0], pads[1], pads[2], pads[3]),
             groups=group,
             name=name,
-            bias=self._input(node, 2) is not None,
+            bias=b_index >= 0 and self._input(node, b_index) is not None,
             dilation=dilations[0],
         )
+        self._record_precision(node, x_index, w_index)
         shape = self.builder.shape(out)
         if len(x.shape) == 3:
             shape = (shape[0], shape[1], shape[3])
@@ -228,13 +283,12 @@ class OnnxImporter(GraphWalk):
         else:
             assert b is not None
             out = self.builder.matmul(self._use(a), self._use(b), name=name, transpose_b=trans_b)
+        self._record_precision(node, 0, 1)
         self._bind_op(node, name, out)
 
     def _matmul(self, node: onnx.NodeProto, name: str) -> None:
-        a, b = self._input(node, 0), self._input(node, 1)
-        if isinstance(a, Constant) and isinstance(b, Constant):
-            self._fold(node, name, lambda xs: xs[0] @ xs[1])
-            return
+        a_index, b_index, _ = QUANT_OPERANDS.get(node.op_type, (0, 1, -1))
+        a, b = self._input(node, a_index), self._input(node, b_index)
         if not isinstance(a, Activation):
             raise self._error(name, node, "a constant left operand (W @ x) is not supported; export it as x @ W^T")
         assert b is not None
@@ -261,23 +315,14 @@ class OnnxImporter(GraphWalk):
                     None,
                     {"transpose_b": False},
                 )
+        self._record_precision(node, a_index, b_index)
         self._bind_op(node, name, out)
 
     def _unary(self, node: onnx.NodeProto, name: str) -> None:
-        if self._all_constant(node):
-            numpy_fns = {"Relu": lambda v: np.maximum(v, 0), "Sqrt": np.sqrt, "Exp": np.exp, "Neg": np.negative}
-            fn = numpy_fns.get(node.op_type)
-            self._fold(node, name, (lambda xs: fn(xs[0])) if fn else None)
-            return
         x = self._activation(node, name)
         self._elementwise(node, name, _UNARY_FUNCTIONS[node.op_type], [x], x.shape)
 
     def _binary(self, node: onnx.NodeProto, name: str) -> None:
-        if self._all_constant(node):
-            numpy_fns = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Pow": np.power}
-            fn = numpy_fns.get(node.op_type, np.add)
-            self._fold(node, name, lambda xs: functools.reduce(fn, xs))
-            return
         operands = self._present_inputs(node)
         activations = [v for v in operands if isinstance(v, Activation)]
         constants = [v for v in operands if isinstance(v, Constant)]
@@ -285,9 +330,6 @@ class OnnxImporter(GraphWalk):
         self._elementwise(node, name, _BINARY_FUNCTIONS[node.op_type], activations, out_shape, constants)
 
     def _clip(self, node: onnx.NodeProto, name: str) -> None:
-        if self._all_constant(node):
-            self._fold(node, name, None)
-            return
         x = self._activation(node, name)
         attrs = self._attrs(node)
         bounds = []
@@ -329,11 +371,11 @@ class OnnxImporter(GraphWalk):
         if len(node.output) > 1 and node.output[1]:
             raise self._error(name, node, "the Indices output of MaxPool is not supported")
         x2, kernel, strides, pads, dilations, outs = self._spatial(
-            node, name, x, list(attrs["kernel_shape"]), attrs, ceil_mode
+            node, name, x, list(attrs["kernel_shape"]), attrs, ceil_mode, max_rank=3
         )
         if dilations != [1, 1]:
             raise self._error(name, node, f"dilated pooling ({dilations}) is not supported")
-        square = kernel[0] == kernel[1] and strides[0] == strides[1] and len(set(pads)) == 1
+        square = len(strides) == 2 and kernel[0] == kernel[1] and strides[0] == strides[1] and len(set(pads)) == 1
         if square and not ceil_mode:
             out = self.builder.pool(self._use(x2), kernel[0], strides[0], pads[0], mode=mode, name=name)
         else:
@@ -362,6 +404,8 @@ class OnnxImporter(GraphWalk):
         shape = self.builder.shape(out)
         if len(x.shape) == 3:
             shape = (shape[0], shape[1], shape[3])
+        elif len(x.shape) == 5:  # a 3-D window: unfold depth from the output's height
+            shape = self._inferred_shape(node, name)
         self._bind(node, name, Activation(out, shape))
 
     def _softmax(self, node: onnx.NodeProto, name: str) -> None:
@@ -404,9 +448,6 @@ class OnnxImporter(GraphWalk):
 
     def _concat(self, node: onnx.NodeProto, name: str) -> None:
         axis_attr = int(self._attrs(node)["axis"])
-        if self._all_constant(node):
-            self._fold(node, name, lambda xs: np.concatenate(xs, axis=axis_attr))
-            return
         operands = self._present_inputs(node)
         rank = len(operands[0].shape)
         axis = normalize_axis(axis_attr, rank)
@@ -442,29 +483,19 @@ class OnnxImporter(GraphWalk):
         self.values[node.output[0]] = Constant(node.output[0], tuple(int(d) for d in array.shape), array=array)
 
     def _constant_of_shape(self, node: onnx.NodeProto, name: str) -> None:
-        from onnx import numpy_helper
+        # A constant shape was folded before the walk (or kept shape-only when large): only a computed one is left.
+        raise self._error(name, node, "the shape (input 0) must be a constant known at import time")
 
-        shape = self._constant_ints(node, name, 0, "shape")
-        assert shape is not None
-        fill = self._attrs(node).get("value")
-        fill_array = numpy_helper.to_array(fill) if fill is not None else np.zeros(1, dtype=np.float32)
-        # Weight-stripped models rebuild every weight this way: only small constants are materialised.
-        array = np.full(shape, fill_array.reshape(-1)[0]) if math.prod(shape) <= _MATERIALISE_LIMIT else None
-        self.values[node.output[0]] = Constant(node.output[0], tuple(shape), array=array)
-
-    # -- views ---------------------------------------------------------------
-    def _view_or_fold(
+    # -- views (a view of a constant was folded before the walk: only activations reach these) ----------
+    def _view_of(
         self, node: onnx.NodeProto, name: str, new_shape: Callable[[tuple[int, ...]], tuple[int, ...]]
     ) -> None:
-        source = self._value(node, node.input[0])
-        if isinstance(source, Constant):
-            self._fold(node, name, lambda xs: np.reshape(xs[0], new_shape(tuple(xs[0].shape))))
-            return
+        source = self._activation(node, name)
         self._view(node, name, source, new_shape(source.shape))
 
     def _alias(self, node: onnx.NodeProto, name: str) -> None:
         # Dropout's optional mask output is left unbound: inference graphs never read it.
-        self._view_or_fold(node, name, lambda shape: shape)
+        self._view_of(node, name, lambda shape: shape)
 
     def _flatten(self, node: onnx.NodeProto, name: str) -> None:
         axis_attr = int(self._attrs(node).get("axis", 1))
@@ -473,7 +504,7 @@ class OnnxImporter(GraphWalk):
             axis = normalize_axis(axis_attr, len(shape))
             return (math.prod(shape[:axis]), math.prod(shape[axis:]))
 
-        self._view_or_fold(node, name, flat)
+        self._view_of(node, name, flat)
 
     def _reshape(self, node: onnx.NodeProto, name: str) -> None:
         target = self._constant_ints(node, name, 1, "target shape")
@@ -489,15 +520,14 @@ class OnnxImporter(GraphWalk):
                 raise self._error(name, node, f"cannot reshape {shape} to {target}")
             return tuple(dims)
 
-        self._view_or_fold(node, name, reshaped)
+        self._view_of(node, name, reshaped)
 
     def _transpose(self, node: onnx.NodeProto, name: str) -> None:
         perm_attr = self._attrs(node).get("perm")
-        source = self._value(node, node.input[0])
+        source = self._activation(node, name)
         perm = list(perm_attr) if perm_attr is not None else list(reversed(range(len(source.shape))))
-        if isinstance(source, Constant):
-            self._fold(node, name, lambda xs: np.transpose(xs[0], perm))
-            return
+        if sorted(perm) != list(range(len(source.shape))):
+            raise self._error(name, node, f"perm {perm} is not a permutation of the {len(source.shape)} axes")
         self._view(node, name, source, tuple(source.shape[p] for p in perm))
 
     def _axes(self, node: onnx.NodeProto, name: str) -> list[int] | None:
@@ -517,7 +547,7 @@ class OnnxImporter(GraphWalk):
                 raise self._error(name, node, f"cannot squeeze axes {sorted(drop)} of shape {shape}")
             return tuple(d for i, d in enumerate(shape) if i not in drop)
 
-        self._view_or_fold(node, name, squeezed)
+        self._view_of(node, name, squeezed)
 
     def _unsqueeze(self, node: onnx.NodeProto, name: str) -> None:
         axes = self._axes(node, name)
@@ -530,4 +560,4 @@ class OnnxImporter(GraphWalk):
             rest = iter(shape)
             return tuple(1 if i in inserted else next(rest) for i in range(rank))
 
-        self._view_or_fold(node, name, unsqueezed)
+        self._view_of(node, name, unsqueezed)

@@ -8,8 +8,8 @@ importer derives is checked against ONNX's shape inference when a value is bound
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ class Activation:
 
     tensor: str
     shape: tuple[int, ...]
+    precision: str | None = None  # a quantized value's precision (int8, int4, ...); None: the graph's
 
 
 @dataclass
@@ -37,6 +38,7 @@ class Constant:
     shape: tuple[int, ...]
     proto: onnx.TensorProto | None = None
     array: np.ndarray | None = None
+    precision: str | None = None
 
     def value(self) -> np.ndarray | None:
         if self.array is None and self.proto is not None:
@@ -47,6 +49,15 @@ class Constant:
 
 
 Value = Activation | Constant
+
+
+# ONNX element types that mean a quantized value -> the precision the graph records for it.
+_QUANT_TYPES = {2: "int8", 3: "int8", 4: "int16", 5: "int16", 21: "int4", 22: "int4", 17: "fp8", 18: "fp8", 19: "fp8"}
+
+
+def quant_precision(elem_type: int) -> str | None:
+    """int8/int4/int16/fp8 for ONNX's quantized element types (uint8 counts as int8), else None."""
+    return _QUANT_TYPES.get(int(elem_type))
 
 
 def shape_of(value_info: onnx.ValueInfoProto) -> tuple[int, ...] | None:
@@ -78,6 +89,8 @@ class GraphWalk:
     elem_bytes: int
     values: dict[str, Value] = field(default_factory=dict)
     inferred: dict[str, tuple[int, ...] | None] = field(default_factory=dict)
+    elem_types: dict[str, int] = field(default_factory=dict)
+    without_data: set[str] = field(default_factory=set)
     folded_batchnorm: dict[str, str] = field(default_factory=dict)
     batch: int = 1
     opset: int = 0
@@ -89,6 +102,9 @@ class GraphWalk:
         graph = self.model.graph
         for info in (*graph.input, *graph.value_info, *graph.output):
             self.inferred[info.name] = shape_of(info)
+            self.elem_types[info.name] = info.type.tensor_type.elem_type
+        for init in graph.initializer:
+            self.elem_types[init.name] = init.data_type
 
     # -- value helpers -------------------------------------------------------
     def _error(self, name: str, node: onnx.NodeProto, message: str) -> GraphError:
@@ -137,6 +153,10 @@ class GraphWalk:
 
     def _bind(self, node: onnx.NodeProto, name: str, value: Value, output: int = 0) -> None:
         out_name = node.output[output]
+        if value.precision is None:
+            label = quant_precision(self.elem_types.get(out_name, 0))
+            if label is not None:
+                value = replace(value, precision=label)
         expected = self.inferred.get(out_name)
         if expected is not None and expected != value.shape:
             raise self._error(
@@ -153,7 +173,7 @@ class GraphWalk:
     def _view(self, node: onnx.NodeProto, name: str, source: Activation, shape: tuple[int, ...]) -> None:
         if math.prod(shape) != math.prod(source.shape):
             raise self._error(name, node, f"cannot view shape {source.shape} as {shape}")
-        self._bind(node, name, Activation(source.tensor, tuple(int(d) for d in shape)))
+        self._bind(node, name, Activation(source.tensor, tuple(int(d) for d in shape), source.precision))
 
     def _attrs(self, node: onnx.NodeProto) -> dict[str, Any]:
         from onnx import helper
@@ -164,16 +184,22 @@ class GraphWalk:
         present = self._present_inputs(node)
         return bool(present) and all(isinstance(v, Constant) for v in present)
 
-    def _fold(self, node: onnx.NodeProto, name: str, compute: Callable[[list[np.ndarray]], np.ndarray] | None) -> None:
-        """Evaluate a node whose inputs are all constants; its output stays a constant."""
-        arrays = [v.value() for v in self._present_inputs(node) if isinstance(v, Constant)]
-        array = None
-        if compute is not None and all(a is not None for a in arrays):
-            array = np.asarray(compute(arrays))  # type: ignore[arg-type]
-        shape = tuple(array.shape) if array is not None else self.inferred.get(node.output[0])
+    def _inferred_shape(self, node: onnx.NodeProto, name: str, output: int = 0) -> tuple[int, ...]:
+        shape = self.inferred.get(node.output[output])
         if shape is None:
-            raise self._error(name, node, "cannot work out the shape of this constant expression")
-        self.values[node.output[0]] = Constant(node.output[0], tuple(int(d) for d in shape), array=array)
+            raise self._error(name, node, f"ONNX shape inference gives no concrete shape for output {output}")
+        return shape
+
+    def _fold_shape_only(self, node: onnx.NodeProto, name: str) -> None:
+        """A node that reads only constants too large to evaluate (weights): its outputs stay constants."""
+        precision = None
+        if node.op_type == "DequantizeLinear":
+            precision = quant_precision(self.elem_types.get(node.input[0], 0))
+        for index, out in enumerate(node.output):
+            if out:
+                shape = self._inferred_shape(node, name, index)
+                label = precision or quant_precision(self.elem_types.get(out, 0))
+                self.values[out] = Constant(out, shape, precision=label)
 
     def _constant_weights(self, constants: list[Constant]) -> dict[str, tuple[int, ...]]:
         """Non-scalar constant operands are parameters the hardware must hold: keep them as weights."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dse.graph import PRECISION_BYTES, Graph, GraphBuilder, GraphError
+from dse.importers.sparsity import parse_pattern, with_sparsity
 
 CONV_COLUMNS = (
     "Layer name",
@@ -71,7 +72,9 @@ def load_scalesim_csv(path: str | Path, *, batch: int = 1, precision: str = "int
         batch=batch,
         scalesim_layers=[{"line": row.line, **row.raw} for row in rows],
     )
-    return builder.build()
+    # SCALE-Sim v3's trailing N:M column: the layer's weight sparsity (1:1 or absent = dense)
+    patterns = {row.name: parse_pattern(row.raw[SPARSITY_COLUMN]) for row in rows if SPARSITY_COLUMN in row.raw}
+    return with_sparsity(builder.build(), patterns)
 
 
 def _read_lines(path: Path) -> list[str]:

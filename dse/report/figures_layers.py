@@ -58,6 +58,43 @@ def _design_title(row: pd.Series, frame: pd.DataFrame, data: ReportData) -> str:
     )
 
 
+UTIL_TITLE = "PE utilisation per layer (stall-free; ◆ the workload's own dense shape where reshaped or sparse)"
+COLOR_UTIL, COLOR_UTIL_BEFORE = "#2a9d8f", "#e76f51"
+
+
+def utilization_traces(frame: pd.DataFrame, layer_names: np.ndarray, visible: bool) -> list[go.BaseTraceType]:
+    """The per-layer utilisation row: the array's PE utilisation as run (bars) and, for layers the DRACO axes
+    reshaped or the array ran sparse, the utilisation of the workload's own dense shape (diamonds)."""
+    after = frame["pe_utilization"].to_numpy(dtype=float) if "pe_utilization" in frame.columns else None
+    if after is None:
+        return []
+    traces: list[go.BaseTraceType] = [
+        go.Bar(
+            x=layer_names,
+            y=after,
+            name="PE utilisation (as run)",
+            legendgroup="pe_util",
+            marker={"color": COLOR_UTIL},
+            hovertemplate="<b>%{x}</b><br>PE utilisation as run %{y:.1%}<extra></extra>",
+            visible=visible,
+        )
+    ]
+    if "pe_utilization_dense_shape" in frame.columns:
+        traces.append(
+            go.Scatter(
+                x=layer_names,
+                y=frame["pe_utilization_dense_shape"].to_numpy(dtype=float),
+                mode="markers",
+                name="PE utilisation, dense shape (before reshaping)",
+                legendgroup="pe_util_before",
+                marker={"color": COLOR_UTIL_BEFORE, "symbol": "diamond", "size": 8},
+                hovertemplate="<b>%{x}</b><br>before reshaping %{y:.1%}<extra></extra>",
+                visible=visible,
+            )
+        )
+    return traces
+
+
 def layer_breakdown_figure(data: ReportData, layers: Mapping[str, pd.DataFrame]) -> tuple[go.Figure, int] | None:
     """Stacked per-layer latency (compute vs stall) and energy by component; a dropdown picks the design.
 
@@ -77,12 +114,14 @@ def layer_breakdown_figure(data: ReportData, layers: Mapping[str, pd.DataFrame])
     )
     color_of = {comp: ENERGY_COLORS[i % len(ENERGY_COLORS)] for i, comp in enumerate(components)}
 
+    with_util = any("pe_utilization" in f.columns for f in frames)  # systolic designs: a utilisation row
+    titles = ("Latency per layer [cycles]", f"Energy per layer [{unit}]")
     fig = make_subplots(
-        rows=2,
+        rows=3 if with_util else 2,
         cols=1,
         shared_xaxes=True,
-        vertical_spacing=0.08,
-        subplot_titles=("Latency per layer [cycles]", f"Energy per layer [{unit}]"),
+        vertical_spacing=0.06 if with_util else 0.08,
+        subplot_titles=(*titles, UTIL_TITLE) if with_util else titles,
     )
     trace_owner: list[int] = []
     for design_index, frame in enumerate(frames):
@@ -142,6 +181,10 @@ def layer_breakdown_figure(data: ReportData, layers: Mapping[str, pd.DataFrame])
                 col=1,
             )
             trace_owner.append(design_index)
+        if with_util:
+            for trace in utilization_traces(frame, layer_names, visible):
+                fig.add_trace(trace, row=3, col=1)
+                trace_owner.append(design_index)
 
     buttons = []
     for design_index in range(len(frames)):
@@ -160,7 +203,7 @@ def layer_breakdown_figure(data: ReportData, layers: Mapping[str, pd.DataFrame])
     fig.update_layout(
         title={"text": _design_title(candidates.iloc[0], frames[0], data), "y": 0.975, "yanchor": "top"},
         barmode="stack",
-        height=760,
+        height=1000 if with_util else 760,
         margin={"t": 150, "b": 120},
         legend={"orientation": "v", "x": 1.01, "y": 1.0},
         updatemenus=[
@@ -177,7 +220,9 @@ def layer_breakdown_figure(data: ReportData, layers: Mapping[str, pd.DataFrame])
             }
         ],
     )
-    fig.update_xaxes(tickangle=-45 if longest_layer_count > 8 else 0, type="category", row=2, col=1)
+    fig.update_xaxes(tickangle=-45 if longest_layer_count > 8 else 0, type="category", row=3 if with_util else 2, col=1)
+    if with_util:
+        fig.update_yaxes(title_text="PE utilisation", tickformat=".0%", rangemode="tozero", row=3, col=1)
     fig.update_yaxes(title_text="cycles", row=1, col=1)
     fig.update_yaxes(title_text=unit, row=2, col=1)
     return fig, len(frames)

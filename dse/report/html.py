@@ -46,6 +46,7 @@ from dse.report.figures import (
     single_objective_figures,
 )
 from dse.report.figures_layers import layer_breakdown_figure
+from dse.report.figures_schedule import has_schedule, schedule_figure
 from hwmodels.base import METRICS
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"format": "svg"}}
@@ -277,6 +278,11 @@ def _sections(data: ReportData, layers: Mapping[str, pd.DataFrame], hypervolume:
             if offered < len(data.front):
                 how += f" The {offered} Pareto designs closest to the knee are offered."
         sections.append(Section("layers", "Per-layer breakdown", how, body))
+        knee_layers = layers.get(str(data.knee_id)) if data.knee_id is not None else None
+        if has_schedule(knee_layers):  # a multicore design: its schedule per core
+            how = "The knee design's schedule: one bar per tile group on its core, transfers as thin grey bars."
+            body = _figure_html(schedule_figure(knee_layers), "fig-schedule")
+            sections.append(Section("schedule", "Schedule per core", how, body))
 
     how = "Sorted by the first objective; the knee design is highlighted. Units in brackets."
     sections.append(Section("pareto", f"Pareto designs ({len(data.front)})", how, pareto_table_html(data)))
@@ -288,6 +294,7 @@ def _sections(data: ReportData, layers: Mapping[str, pd.DataFrame], hypervolume:
 _COMPARISON_COLUMNS = (
     ("name", "design / GPU"),
     ("precision", "precision"),
+    ("calibration", "GPU model constants"),
     ("latency_ms", "latency [ms]"),
     ("throughput_ips", "throughput [inf/s]"),
     ("energy_mj", "energy [mJ/inf]"),

@@ -14,12 +14,14 @@ from typing import Any
 from dse import registry, zoo
 from dse.errors import UserError
 from dse.graph import PRECISION_BYTES
+from dse.quant.data import ACCURACY_METRICS, ACCURACY_TEMPLATES, DataError, load_dataset
 from dse.space import SCALAR_TYPES, SpaceError, dimension_from_spec
 from dse.spec.messages import Loc, describe, parse_field_path
 from dse.spec.schema import MODEL_FILE_SUFFIXES, ONNX_SYMBOLIC_DIMS, Spec, implied_params, parse_objective
+from dse.workload import confined_path
 from hwmodels.base import METRICS
 from hwmodels.catalogs import tech as catalog
-from hwmodels.catalogs.gpu import UnknownGpuError, canonical_gpu_name
+from hwmodels.catalogs.gpu import UnknownGpuError, canonical_baseline_name
 from templates.base import Template, TemplateError
 
 
@@ -40,9 +42,10 @@ def _tech_problem(tech: Any) -> str | None:
 
 
 def _baseline_problem(name: str) -> str | None:
-    """None when ``name`` is a GPU of the catalog (aliases like h100, a100 included), else the message."""
+    """None when ``name`` is a GPU of the catalog (aliases like h100, a100 included) or a node preset
+    (dgx_h100, dgx_a100), else the message."""
     try:
-        canonical_gpu_name(name)
+        canonical_baseline_name(name)
     except UnknownGpuError as err:
         return f"unknown baseline GPU {name!r}; {err.message.split('; ', 1)[1]}"
     return None
@@ -60,6 +63,7 @@ def check_semantics(spec: Spec) -> list[tuple[Loc, str]]:
     if not spec.name.strip():
         problems.append((("name",), "is blank; expected a non-empty string naming the exploration"))
     _check_workload(spec, problems)
+    _check_workload_data(spec, problems)
     tech_problem = _tech_problem(spec.tech)
     if tech_problem:
         problems.append((("tech",), tech_problem))
@@ -88,16 +92,30 @@ def _check_workload(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
         problems.append(
             (("workload", "precision"), f"{w.precision!r} is not allowed; choose one of: {', '.join(PRECISION_BYTES)}")
         )
-    model = w.model.strip()
+    if w.models is not None:
+        _check_workload_models(spec, problems)
+        return
+    if w.model is None:
+        problems.append(
+            (
+                ("workload", "model"),
+                "required key is missing; expected a zoo model name, an .onnx path or a SCALE-Sim .csv path "
+                "(or workload.models: a list of {model, rate})",
+            )
+        )
+        return
+    model = (w.model or "").strip()
     suffix = Path(model).suffix.lower()
     _check_model_options(w.options, suffix, problems)
     if not model:
         problems.append((("workload", "model"), "is blank; give a zoo model name, an .onnx path or a .csv path"))
         return
     if suffix in MODEL_FILE_SUFFIXES:
-        path = Path(model).expanduser()
-        if not path.is_absolute():
-            path = spec.base_dir / path
+        try:
+            path = confined_path(model, spec.base_dir)
+        except UserError as err:
+            problems.append((("workload", "model"), err.message))
+            return
         if not path.is_file():
             problems.append(
                 (
@@ -132,6 +150,71 @@ def _check_workload(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
             problems.append((("workload", key), f"{model} does not take option {key!r}; it takes: {takes}"))
 
 
+# templates whose cost models read the precision from the arch alone, so it may be a searched template param
+ARCH_PRECISION_KINDS = ("systolic", "multicore")
+
+
+def _check_workload_data(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
+    """``workload.data``: an .npz with x and y next to a trained .onnx model; accuracy metrics need it."""
+    w = spec.workload
+    named = [m for m in [*(o.split()[-1] for o in spec.objectives), *spec.constraints] if m in ACCURACY_METRICS]
+    if w.data is None:
+        if named:
+            loc: Loc = ("objectives",) if any(named[0] in o for o in spec.objectives) else ("constraints", named[0])
+            problems.append((loc, f"{named[0]} needs workload.data (an .npz with x and y) and a trained .onnx model"))
+        return
+    loc = ("workload", "data")
+    if w.source != "onnx":
+        problems.append(
+            (
+                loc,
+                "accuracy data needs a trained .onnx workload.model; a zoo model's weights are seeded, so its "
+                "accuracy would not be meaningful",
+            )
+        )
+        return
+    if spec.template.kind not in ACCURACY_TEMPLATES:
+        problems.append(
+            (loc, f"accuracy is emulated for the {', '.join(ACCURACY_TEMPLATES)} templates, not {spec.template.kind}")
+        )
+        return
+    try:
+        path = confined_path(w.data, spec.base_dir)
+    except UserError as err:
+        problems.append((loc, err.message))
+        return
+    if not path.is_file():
+        problems.append((loc, f"data file {w.data!r} not found (looked for {path}); give an .npz with arrays x and y"))
+        return
+    try:
+        load_dataset(path)
+    except DataError as err:
+        problems.append((loc, err.message))
+        return
+    w.attach_data_file(path)
+
+
+def _check_workload_models(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
+    """``workload.models``: zoo models only, each named once, with the options its model takes."""
+    zoo_models = _zoo_models() or {}
+    seen: set[str] = set()
+    for i, entry in enumerate(spec.workload.models or ()):
+        loc: Loc = ("workload", "models", i, "model")
+        if entry.model not in zoo_models:
+            problems.append((loc, f"{entry.model!r} is not a zoo model; choose one of: {', '.join(zoo_models)}"))
+            continue
+        if entry.model in seen:
+            problems.append((loc, f"{entry.model!r} is listed twice; list each model once"))
+        seen.add(entry.model)
+        accepted = tuple(getattr(zoo_models[entry.model], "options", ()) or ())
+        for key in entry.options:
+            if key not in accepted or not isinstance(entry.options[key], SCALAR_TYPES):
+                takes = ", ".join(o for o in accepted if o not in ("batch", "precision")) or "no options"
+                problems.append(((*loc[:-1], key), f"{entry.model} does not take option {key!r}; it takes: {takes}"))
+    if spec.workload.options:
+        problems.append((("workload", next(iter(spec.workload.options))), "with models, give options per model"))
+
+
 def _check_model_options(options: dict[str, Any], suffix: str, problems: list[tuple[Loc, str]]) -> None:
     """Zoo models take scalar options; ONNX files only ``symbolic_dims: {name: N}``; SCALE-Sim CSVs none."""
     for key, value in options.items():
@@ -153,6 +236,12 @@ def _check_model_options(options: dict[str, Any], suffix: str, problems: list[tu
 
 def _check_surrogate(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
     """A named surrogate model file must exist (``evaluator: surrogate`` without one is refused at run time)."""
+    if spec.surrogate is not None:
+        try:
+            confined_path(spec.surrogate, spec.base_dir, "surrogate file")
+        except UserError as err:
+            problems.append((("surrogate",), err.message))
+            return
     path = spec.surrogate_path
     if path is not None and not path.is_file():
         problems.append(
@@ -232,8 +321,11 @@ def _check_template(spec: Spec, problems: list[tuple[Loc, str]], tech_ok: bool) 
         if name not in params:
             problems.append((loc, f"{name!r} is not a parameter of {kind}; its parameters are: {', '.join(params)}"))
             continue
-        if name == "precision":
+        if name == "precision" and kind not in ARCH_PRECISION_KINDS:
             problems.append((loc, "precision is the workload's; set workload.precision instead"))
+            continue
+        if name == "precision" and "precision" in spec.workload.model_fields_set:
+            problems.append((loc, "precision is also set as workload.precision; give it in one place"))
             continue
         if name == "tech" and "tech" in spec.model_fields_set:
             problems.append((loc, "tech is also set at the top level; give it in one place"))

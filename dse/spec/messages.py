@@ -198,6 +198,8 @@ def _message_for(top: type[BaseModel], error: dict) -> str:
         return f"{value!r} is too {'small' if 'greater' in kind else 'large'}; must be {op} {bound}"
     if kind in ("too_short", "string_too_short"):
         return f"is empty; {allowed or 'give at least one item'}"
+    if kind == "value_error":  # a validator's own message already says what is allowed
+        return str(ctx.get("error") or error["msg"]).removeprefix("Value error, ")
     return f"{error['msg']}; {allowed}" if allowed else str(error["msg"])
 
 

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from dse import registry
-from dse.graph import PRECISION_BYTES
+from dse.graph import PRECISION_BYTES, GraphError
+from dse.importers.sparsity import check_spec_sparsity
 from dse.objectives import Constraint, Objective
 from dse.space import DesignSpace
 from dse.spec.messages import Loc, SpecError, line_of, parse_field_path
@@ -39,16 +40,47 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-class Workload(BaseModel):
-    """What runs on the hardware. Keys other than model/batch/precision are model options."""
+class WorkloadModel(BaseModel):
+    """One model of a multi-DNN workload (``workload.models``): a zoo name, its rate and its options."""
 
     model_config = ConfigDict(extra="allow", strict=True, frozen=True)
 
-    model: str = Field(description="a zoo model name, an .onnx path or a SCALE-Sim .csv path")
+    model: str = Field(description="a zoo model name")
+    rate: float = Field(1.0, gt=0, description="a number > 0 (inferences/s this model must sustain)")
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class Workload(BaseModel):
+    """What runs on the hardware. Keys other than model/models/batch/precision are model options."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    model: str | None = Field(None, description="a zoo model name, an .onnx path or a SCALE-Sim .csv path")
+    models: list[WorkloadModel] | None = Field(
+        None, min_length=1, description="a list of {model: NAME, rate: R} (several DNNs sharing the hardware)"
+    )
     batch: int = Field(1, ge=1, description="an integer >= 1 (default 1)")
     precision: str = Field("int8", description="one of: " + ", ".join(PRECISION_BYTES))
+    data: str | None = Field(None, description="an .npz file with arrays x and y (data for the accuracy metrics)")
     _model_path: Path | None = PrivateAttr(None)
+    _data_sha256: str | None = PrivateAttr(None)
+    _data_path: Path | None = PrivateAttr(None)
     _model_sha256: str | None = PrivateAttr(None)  # taken at load time: the file the spec was checked with
+
+    @model_validator(mode="after")
+    def _one_of_model_or_models(self) -> Workload:
+        if self.model is not None and self.models is not None:  # neither: checks.py says model is missing
+            raise ValueError(
+                "give exactly one of workload.model (one DNN) or workload.models (a list of {model, rate})"
+            )
+        try:  # workload.sparsity's syntax; its layer names are checked against the model when it is built
+            check_spec_sparsity((self.model_extra or {}).get("sparsity"))
+        except GraphError as err:
+            raise ValueError(str(err)) from None
+        return self
 
     @property
     def options(self) -> dict[str, Any]:
@@ -58,7 +90,7 @@ class Workload(BaseModel):
     @property
     def source(self) -> str:
         """``zoo``, ``onnx`` or ``csv``: how the graph is to be built."""
-        suffix = Path(self.model).suffix.lower()
+        suffix = Path(self.model or "").suffix.lower()
         return suffix[1:] if suffix in MODEL_FILE_SUFFIXES else "zoo"
 
     @property
@@ -70,6 +102,20 @@ class Workload(BaseModel):
     def model_sha256(self) -> str | None:
         """sha256 of the model file as it was when the spec was checked; None for zoo models."""
         return self._model_sha256
+
+    @property
+    def data_path(self) -> Path | None:
+        """The ``data`` file resolved against the spec's folder (set when the spec is checked); None if not given."""
+        return self._data_path
+
+    @property
+    def data_sha256(self) -> str | None:
+        return self._data_sha256
+
+    def attach_data_file(self, path: Path) -> None:
+        """Record the resolved data file and its content hash (it changes the accuracy metrics)."""
+        self._data_path = path.resolve()
+        self._data_sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
 
     def attach_model_file(self, path: Path) -> None:
         """Record the resolved model file and its content hash (the file the spec was checked with)."""
@@ -101,6 +147,9 @@ class Search(_Model):
     budget: int | None = Field(None, ge=1, description="an integer >= 1 (points to evaluate)")
     seed: int = Field(0, ge=0, description="an integer >= 0 (random seed, default 0)")
     population: int | None = Field(None, ge=2, description="an integer >= 2 (nsga2 population size)")
+    max_grid: int = Field(
+        1_000_000, ge=1, description="an integer >= 1 (the largest grid evaluated whole without a budget)"
+    )
 
 
 class Spec(_Model):
@@ -119,7 +168,9 @@ class Spec(_Model):
         min_length=1,
         description="a list of 'min <metric>' / 'max <metric>' strings",
     )
-    search: Search = Field(default_factory=Search, description="a mapping with strategy, budget, seed, population")
+    search: Search = Field(
+        default_factory=Search, description="a mapping with strategy, budget, seed, population, max_grid"
+    )
     evaluator: Literal["analytical", "surrogate", "hybrid"] = "analytical"
     surrogate: str | None = Field(
         None, description="a surrogate model file (.joblib from `dse surrogate train`), relative to the spec's folder"
@@ -198,6 +249,10 @@ class Spec(_Model):
             workload["model"] = {"file": path.name, "sha256": self.workload.model_sha256}
         else:
             workload["model"] = self.workload.model
+        if self.workload.data is not None:  # only when given, so runs from before workload data keep resuming
+            workload["data"] = self.workload.data_sha256 or self.workload.data
+        if self.workload.models is not None:
+            workload["models"] = [m.model_dump(mode="json") for m in self.workload.models]
         payload = {
             "version": FINGERPRINT_VERSION,
             "workload": workload,
@@ -249,6 +304,6 @@ def implied_params(spec: Spec, template_params: set[str]) -> dict[str, Any]:
     implied: dict[str, Any] = {}
     if "tech" in template_params and "tech" not in spec.template.params:
         implied["tech"] = spec.tech
-    if "precision" in template_params:
+    if "precision" in template_params and "precision" not in spec.template.params:
         implied["precision"] = spec.workload.precision
     return implied

@@ -8,6 +8,7 @@ name what was wrong and what is allowed.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from dse.errors import UserError
 from dse.graph import PRECISION_BYTES, Graph
 from dse.zoo.cnn import MIN_RESOLUTION, mobilenet_v1, resnet18, resnet50, vgg16
+from dse.zoo.llm import LLM_SHAPES, coe, llm, llm_params
 from dse.zoo.mlp import jet_mlp
 from dse.zoo.small_cnn import small_cnn
 from dse.zoo.ssm import hyena, mamba
@@ -57,6 +59,14 @@ class ZooOptionError(ValueError, UserError):
 
 
 _CNN_OPTIONS = ("batch", "resolution")
+_LLM_OPTIONS = ("batch", "phase", "seq_len", "kv_len", "num_layers")
+_LLM_SOURCES = {
+    "llama2_7b": "Touvron et al. 2023 (arXiv:2307.09288) Table 1; HF meta-llama/Llama-2-7b-hf config.json",
+    "llama2_13b": "Touvron et al. 2023 (arXiv:2307.09288) Table 1; HF meta-llama/Llama-2-13b-hf config.json",
+    "llama2_70b": "Touvron et al. 2023 (arXiv:2307.09288) Table 1, GQA with 8 KV heads; HF Llama-2-70b-hf config.json",
+    "llama3_8b": "Grattafiori et al. 2024 (arXiv:2407.21783) Table 3; HF meta-llama/Meta-Llama-3-8B config.json",
+    "mixtral_8x7b": "Jiang et al. 2024 (arXiv:2401.04088) Table 1; HF mistralai/Mixtral-8x7B-v0.1 config.json",
+}
 
 MODELS: dict[str, ZooModel] = {
     m.name: m
@@ -148,6 +158,28 @@ MODELS: dict[str, ZooModel] = {
             "architecture: Poli et al. 2023 (arXiv:2302.10866), HazyResearch/safari hyena.py; no published MACs",
             ("batch", "seq_len", "d_model", "order", "filter_order", "num_layers"),
         ),
+        *(
+            ZooModel(
+                name,
+                functools.partial(llm, name),
+                f"{name} decoder serving step (prefill of seq_len tokens or one decode step over kv_len cached "
+                f"tokens), hidden {shape.hidden}, {shape.layers} layers, {shape.heads} heads / {shape.kv_heads} KV "
+                f"heads" + (f", {shape.experts} experts top-{shape.top_k}" if shape.experts > 1 else ""),
+                None,
+                f"{_LLM_SOURCES[name]}; {llm_params(name) / 1e9:.2f} B parameters in the graph; no weights",
+                _LLM_OPTIONS,
+            )
+            for name, shape in LLM_SHAPES.items()
+        ),
+        ZooModel(
+            "coe_llama2_7b",
+            coe,
+            "Composition of Experts: `experts` Llama-2-7B-shaped experts (default 150, as Samba-CoE), one serving "
+            "step of the active one; requests pick an expert uniformly and generate `output_tokens` tokens",
+            None,
+            f"{_LLM_SOURCES['llama2_7b']}; Samba-CoE: Prabhakar et al. MICRO 2024 (arXiv 2405.07518), 150 experts",
+            (*_LLM_OPTIONS, "experts", "output_tokens"),
+        ),
     )
 }
 
@@ -164,6 +196,8 @@ _MIN_INT_OPTION = {
     "d_conv": 1,
     "order": 2,
     "filter_order": 1,
+    "experts": 1,
+    "output_tokens": 1,
 }
 _CHOICE_OPTION = {"phase": GPT2_PHASES, "variant": tuple(GPT2_VARIANTS)}
 

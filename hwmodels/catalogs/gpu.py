@@ -12,10 +12,11 @@ the tensor cores have no FP8 (Ampere: A100, Jetson Orin).
 
 The model's own assumptions (achievable fractions, launch overhead, static power) are not outside numbers but
 they sit here too, as ``Sourced`` values whose source starts with ASSUMPTION, so a reader sees every constant
-the GPU model uses in one place. No GPU was available to calibrate them in this checkout (see
-``benchmarks/gpu_measure.py``).
+the GPU model uses in one place. They are the defaults of a *catalog-only* GPU; a GPU measured and fitted
+(``hwmodels.catalogs.gpu_tuning``, ``benchmarks/gpu_calibrate.py``) uses its fitted values instead.
 
-``python -m hwmodels.catalogs.gpu`` rewrites ``hwmodels/data/GPU_SOURCES.md`` from the tables below.
+``python -m hwmodels.catalogs.gpu_tuning`` rewrites ``hwmodels/data/GPU_SOURCES.md`` from the tables below and the
+fitted constants of ``hwmodels/data/gpu_calibration.json``.
 """
 
 from __future__ import annotations
@@ -59,6 +60,14 @@ ORIN_BRIEF = (
 CUDA_GUIDE = (
     "NVIDIA CUDA C++ Programming Guide (v12.x), 'Technical Specifications per Compute Capability' table "
     "(maximum shared memory per SM, 32-bit registers per SM, resident blocks per SM)"
+)
+DGX_H100_GUIDE = (
+    "NVIDIA DGX H100 datasheet (nvidia.com, 2023): 8x NVIDIA H100 Tensor Core GPUs (SXM5 80GB), 18 NVLink "
+    "connections per GPU, 900 GB/s bidirectional GPU-to-GPU bandwidth, 4x NVSwitch"
+)
+DGX_A100_GUIDE = (
+    "NVIDIA DGX A100 datasheet (nvidia.com, 2020): 8x NVIDIA A100 80GB (640 GB system), 12 NVLinks per GPU, "
+    "600 GB/s GPU-to-GPU bidirectional bandwidth, 6x NVSwitch"
 )
 CUDA_GUIDE_SMEM_BW = (
     "NVIDIA CUDA C++ Programming Guide (v12.x), 'Shared Memory' section: 32 banks, each 4 bytes wide, "
@@ -401,6 +410,70 @@ def get_gpu(name: str) -> GpuSpec:
 
 
 # --------------------------------------------------------------------------------------------------
+# NVLink and multi-GPU nodes
+# --------------------------------------------------------------------------------------------------
+# Per-GPU NVLink bandwidth in ONE direction (a ring all-reduce sends and receives at once): half the
+# vendors' bidirectional figure.
+NVLINK_GBPS: dict[str, Sourced] = {
+    "h100_sxm": Sourced(450.0, "GB/s", f"{H100_WP}: NVLink 4, 18 links, 900 GB/s total bidirectional; one way = half"),
+    "a100_40gb": Sourced(300.0, "GB/s", f"{A100_WP}: NVLink 3, 12 links, 600 GB/s total bidirectional; one way = half"),
+    "a100_80gb": Sourced(300.0, "GB/s", f"{A100_WP}: NVLink 3, 12 links, 600 GB/s total bidirectional; one way = half"),
+}
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """A multi-GPU server: ``gpus`` copies of a catalog GPU joined by NVLink (tensor parallel)."""
+
+    name: str
+    display: str
+    gpu: str
+    gpus: Sourced
+    nvlink_gbps: Sourced  # per GPU, one direction
+
+
+NODES: dict[str, NodeSpec] = {
+    "dgx_h100": NodeSpec(
+        "dgx_h100",
+        "NVIDIA DGX H100 (8x H100 SXM5, NVLink 4)",
+        "h100_sxm",
+        Sourced(8.0, "GPUs", f"{DGX_H100_GUIDE}: 8 GPUs"),
+        Sourced(450.0, "GB/s", f"{DGX_H100_GUIDE}: 900 GB/s bidirectional per GPU; one way = half"),
+    ),
+    "dgx_a100": NodeSpec(
+        "dgx_a100",
+        "NVIDIA DGX A100 (8x A100 SXM4 80GB, NVLink 3)",
+        "a100_80gb",
+        Sourced(8.0, "GPUs", f"{DGX_A100_GUIDE}: 8 GPUs"),
+        Sourced(300.0, "GB/s", f"{DGX_A100_GUIDE}: 600 GB/s bidirectional per GPU; one way = half"),
+    ),
+}
+
+
+def node_names() -> tuple[str, ...]:
+    return tuple(NODES)
+
+
+class UnknownBaselineError(UnknownGpuError):
+    """A baseline name that is neither a catalog GPU nor a node preset."""
+
+    def __init__(self, name: object):
+        super().__init__(name)
+        self.message += f"; or a multi-GPU node: {', '.join(node_names())}"
+
+
+def canonical_baseline_name(name: str) -> str:
+    """A node preset (dgx_h100, dgx_a100) as written, or the catalog key of a GPU."""
+    key = name.strip().lower().replace("-", "_").replace(" ", "_") if isinstance(name, str) else name
+    if key in NODES:
+        return key
+    try:
+        return canonical_gpu_name(name)
+    except UnknownGpuError:
+        raise UnknownBaselineError(name) from None
+
+
+# --------------------------------------------------------------------------------------------------
 # The GPU model's assumptions (not outside numbers; uncalibrated until a device measurement exists)
 # --------------------------------------------------------------------------------------------------
 MODEL_ASSUMPTIONS: dict[str, Sourced] = {
@@ -435,6 +508,36 @@ MODEL_ASSUMPTIONS: dict[str, Sourced] = {
         "in a captured CUDA graph / TensorRT engine (~1-2 us) plus pipeline fill and tail (~1 us); eager PyTorch "
         "adds roughly 5-10 us per op",
     ),
+    "host_overhead_us": Sourced(
+        10.0,
+        "us per call",
+        f"{ASSUMPTION}: host-side cost of one eager framework call (PyTorch op dispatch and cudaLaunchKernel), "
+        "charged only when the template's execution is 'eager'; roughly 5-20 us per op",
+    ),
+    "overlap_exponent": Sourced(
+        2.0,
+        "p",
+        f"{ASSUMPTION}: how far the host's per-call cost overlaps the device's work in eager mode: call time = "
+        "(host^p + device^p)^(1/p) (p = 1: serial, large p: fully overlapped asynchronous launches)",
+    ),
+    "long_row_bytes": Sourced(
+        16384.0,
+        "bytes per row",
+        f"{ASSUMPTION}: a softmax/layernorm row longer than this no longer stays on chip within one block, so "
+        "the kernel reads its input again (extra passes are fitted per GPU; 0 uncalibrated)",
+    ),
+    "nvlink_fraction": Sourced(
+        0.8,
+        "fraction of NVLink",
+        f"{ASSUMPTION}: achievable share of one-way NVLink bandwidth in a ring all-reduce (NCCL bus bandwidth on "
+        "DGX-class nodes is roughly 75-90 % of the link rate for large messages)",
+    ),
+    "allreduce_step_us": Sourced(
+        1.0,
+        "us per ring step",
+        f"{ASSUMPTION}: fixed latency of one ring step over NVLink (NCCL small-message all-reduce on 8 GPUs "
+        "takes roughly 10-30 us over its 14 steps)",
+    ),
     "static_power_fraction": Sourced(
         0.25,
         "fraction of TDP",
@@ -467,7 +570,8 @@ def sources_markdown() -> str:
     lines = [
         "# Sources of the GPU catalog",
         "",
-        "Generated by `python -m hwmodels.catalogs.gpu` from `hwmodels/catalogs/gpu.py`; do not edit by hand.",
+        "Generated by `python -m hwmodels.catalogs.gpu_tuning` from `hwmodels/catalogs/gpu.py` and",
+        "`hwmodels/data/gpu_calibration.json`; do not edit by hand.",
         "Throughputs are dense (no 2:4 sparsity); floating point at FP32 accumulate.",
         "",
     ]
@@ -478,17 +582,17 @@ def sources_markdown() -> str:
         if spec.fp8_tflops is None:
             lines.append("| fp8_tflops | — | TFLOPS | no FP8 tensor cores on this architecture |")
         lines.append("")
-    lines += ["## GPU model assumptions", "", "| name | value | unit | source |", "|---|---|---|---|"]
+    lines += ["## NVLink (per GPU, one direction)", "", "| gpu | value | unit | source |", "|---|---|---|---|"]
+    for gpu, value in NVLINK_GBPS.items():
+        lines.append(f"| {gpu} | {value.value:g} | {value.unit} | {_md_cell(value.source)} |")
+    lines += ["", "## Multi-GPU nodes (`baselines: [dgx_h100]`)", ""]
+    lines += ["| node | gpu | field | value | unit | source |", "|---|---|---|---|---|---|"]
+    for node in NODES.values():
+        for label, value in (("gpus", node.gpus), ("nvlink_gbps", node.nvlink_gbps)):
+            lines.append(
+                f"| {node.name} | {node.gpu} | {label} | {value.value:g} | {value.unit} | {_md_cell(value.source)} |"
+            )
+    lines += ["", "## GPU model assumptions", "", "| name | value | unit | source |", "|---|---|---|---|"]
     for name, value in MODEL_ASSUMPTIONS.items():
         lines.append(f"| {name} | {value.value:g} | {value.unit} | {_md_cell(value.source)} |")
     return "\n".join(lines) + "\n"
-
-
-def write_sources(path: Path = GPU_SOURCES_MD) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(sources_markdown())
-    return path
-
-
-if __name__ == "__main__":  # pragma: no cover
-    print(f"wrote {write_sources()}")

@@ -8,7 +8,7 @@ stages of an SN40L PCU, its clock, HBM/DDR bandwidth, the section switch time) t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from hwmodels.catalogs.tech import UNVERIFIED, Sourced
 
@@ -48,6 +48,16 @@ class RduPreset:
     tech: str
     hbm_kind: str
     ddr_kind: str
+    sockets: Sourced = Sourced(1, "sockets", "one chip")
+    link_gbps: Sourced = Sourced(
+        100.0,
+        "GB/s",
+        f"{UNVERIFIED}: socket-to-socket link bandwidth per socket per direction assumed 100 GB/s (no published figure "
+        "taken); used only with sockets > 1",
+    )
+    link_latency_us: Sourced = Sourced(
+        2.0, "us", f"{UNVERIFIED}: per-hop socket-to-socket latency assumed 2 us (no published figure taken)"
+    )
 
     def sourced_fields(self) -> dict[str, Sourced]:
         return {f.name: getattr(self, f.name) for f in fields(self) if isinstance(getattr(self, f.name), Sourced)}
@@ -143,7 +153,19 @@ PLASTICINE = RduPreset(
     ddr_kind="ddr4",  # DDR3 in the paper; the catalog's nearest DRAM entry
 )
 
-PRESETS: dict[str, RduPreset] = {p.name: p for p in (SN40L, PLASTICINE)}
+SN40L_NODE = replace(
+    SN40L,
+    name="sn40l_node",
+    display="SN40L-like 8-socket node",
+    sockets=Sourced(8, "sockets", f"{SN40L_PAPER}: the SN40L Node has 8 RDU sockets"),
+    ddr_gb=Sourced(
+        1536,
+        "GB per socket",
+        f"{SN40L_PAPER}: up to 1.5 TB of DDR per socket (12 TB over the 8-socket node)",
+    ),
+)
+
+PRESETS: dict[str, RduPreset] = {p.name: p for p in (SN40L, SN40L_NODE, PLASTICINE)}
 
 # --------------------------------------------------------------------------------------------------
 # Area: Plasticine's per-tile breakdown at 28 nm, carried to other nodes with the technology catalog
@@ -183,10 +205,36 @@ PUBLISHED_RATIOS: dict[str, Sourced] = {
     "sn40l_coe_vs_dgx_h100": Sourced(
         3.7, "x", f"{SN40L_PAPER}: 3.7x over a DGX H100 for Composition-of-Experts inference (8 sockets vs 8 GPUs)"
     ),
+    "sn40l_coe_vs_dgx_a100": Sourced(
+        6.6,
+        "x",
+        f"{UNVERIFIED}: {SN40L_PAPER} abstract, 6.6x over a DGX A100 for CoE inference (as recalled; the 2x-13x, "
+        "19x and 15x-31x figures of the same abstract were traced to a copy of it, this one was not)",
+    ),
+    "sn40l_footprint_reduction": Sourced(
+        19.0, "x", f"{SN40L_PAPER} abstract: the 8-socket node reduces machine footprint by up to 19x for CoE"
+    ),
+    "sn40l_switch_speedup_low": Sourced(
+        15.0, "x", f"{SN40L_PAPER} abstract: model switching 15x to 31x faster (vs DGX A100/H100)"
+    ),
+    "sn40l_switch_speedup_high": Sourced(
+        31.0, "x", f"{SN40L_PAPER} abstract: model switching 15x to 31x faster (vs DGX A100/H100)"
+    ),
     "ssm_rdu_hyena_vs_gpu": Sourced(5.95, "x", f"{SSM_RDU_PAPER}: Hyena 5.95x over the NVIDIA A100 GPU"),
     "ssm_rdu_mamba_vs_gpu": Sourced(2.12, "x", f"{SSM_RDU_PAPER}: Mamba 2.12x over the NVIDIA A100 GPU"),
     "ssm_rdu_hyena_vs_rdu": Sourced(1.95, "x", f"{SSM_RDU_PAPER}: Hyena 1.95x over the baseline RDU"),
     "ssm_rdu_mamba_vs_rdu": Sourced(1.75, "x", f"{SSM_RDU_PAPER}: Mamba 1.75x over the baseline RDU"),
+}
+
+# The GPU-node side of the CoE comparison (benchmarks/rdu_sn40l_compare.py): experts beyond HBM live in host DRAM
+# and are copied over each GPU's host link.
+DGX_HOST_LINK_GBPS: dict[str, Sourced] = {
+    "dgx_h100": Sourced(
+        64.0, "GB/s per GPU", f"{UNVERIFIED}: PCIe Gen5 x16 nominal one-way rate per H100 (host DRAM to HBM)"
+    ),
+    "dgx_a100": Sourced(
+        32.0, "GB/s per GPU", f"{UNVERIFIED}: PCIe Gen4 x16 nominal one-way rate per A100 (host DRAM to HBM)"
+    ),
 }
 
 

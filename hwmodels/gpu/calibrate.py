@@ -1,156 +1,423 @@
-"""Calibration of the GPU model against measured kernels.
+"""Calibration of the GPU model on measured kernels: fit one GPU's tuning constants, report the error.
 
-:func:`fit_calibration` fits the model's achievable fractions and launch overhead, plus a gradient-boosting
-residual predictor (as GPPerf does), to measured kernel times from ``benchmarks/gpu_measure.py``, and reports
-the error on shapes held out from the fit.
+The data is plain rows (``Measurement``: GPU, precision, op, shape, latency, how it was taken), read from the
+CSV ``benchmarks/gpu_measure.py`` writes (``PLAIN_COLUMNS``) or from LLMCompass's "real hardware" files
+(``read_llmcompass``). The model is the project's own (``hwmodels.gpu.cost``): a GEMM is timed with the best
+threadblock tile (wave quantisation over the SMs, shared-memory tile efficiency, pipeline fill for small K),
+softmax / layernorm / GELU as memory-bound kernels; a measured eager call adds the host's per-call cost,
+partly overlapped with the device work. :func:`fit` finds, by bounded least squares on log errors
+(scipy), the constants of ``GpuTuning`` (achievable tensor and per-kernel bandwidth fractions, the device's
+fixed cost per kernel, the host's per-call cost per kernel kind, the overlap exponent, extra passes over
+long rows and the row length where they start); :func:`cross_validate` reports k-fold error per op kind.
+No learned residual: a parametric model transfers to shapes it never saw.
 """
 
 from __future__ import annotations
 
+import csv
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from hwmodels.gpu.cost import Gemm, Tile, gemm_cost
+from hwmodels.catalogs.gpu_tuning import Calibration, GpuTuning, KernelTuning, default_tuning
+from hwmodels.gpu.cost import Gemm, Tile, gemm_cost, memory_kernel_cost
 from mappers.gpu import best_tile
 from templates.gpu import GpuArch
+
+PLAIN_COLUMNS = ("gpu", "precision", "op", "M", "N", "K", "count", "latency_s", "method", "source", "name")
+# op as measured -> the report's op kind and the model's kernel kind
+OP_KINDS = {"gemm": "GEMM", "conv": "GEMM", "softmax": "softmax", "layernorm": "layernorm", "gelu": "GELU"}
+KERNEL_OF = {"GEMM": "gemm", "softmax": "softmax", "layernorm": "layernorm", "GELU": "elementwise"}
+LONG_ROW_CHOICES = (4096.0, 8192.0, 16384.0, 32768.0, 65536.0)  # bytes; the fit picks the best
+LLMCOMPASS_FILES = {"matmul": "gemm", "softmax": "softmax", "layernorm": "layernorm", "gelu": "gelu"}
+ELEMENTWISE_FLOPS = {"softmax": 5.0, "layernorm": 8.0, "gelu": 8.0}  # per element, CUDA-core math
 
 
 @dataclass(frozen=True)
 class Measurement:
-    """One timed kernel: a GEMM (count batched M x N x K) with its operand bytes, and the measured median."""
+    """One timed call. GEMM: C[M x N] = A[M x K] B[K x N], ``count`` times; softmax/layernorm: M rows of N;
+    GELU: M elements. ``method`` says how it was taken ('eager ...' = one framework call per timing)."""
 
-    name: str
-    gemm: Gemm
+    gpu: str
+    precision: str
+    op: str
+    M: int
+    N: int
+    K: int
+    count: int
     seconds: float
-    kind: str = "gemm"  # gemm | conv | attention
+    method: str = "eager"
+    source: str = ""
+    name: str = ""
+
+    @property
+    def kind(self) -> str:
+        return OP_KINDS.get(self.op, self.op)
+
+    @property
+    def eager(self) -> bool:
+        return self.method.startswith("eager")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading measurements
+# ---------------------------------------------------------------------------------------------------
+def read_measurements(path: str | Path, ops: Sequence[str] | None = None) -> list[Measurement]:
+    """Rows of a plain measurement CSV (``PLAIN_COLUMNS``; other columns are ignored)."""
+    rows = []
+    with Path(path).open(newline="") as handle:
+        for r in csv.DictReader(handle):
+            if ops is not None and r["op"] not in ops:
+                continue
+            rows.append(
+                Measurement(
+                    gpu=r["gpu"],
+                    precision=r["precision"],
+                    op=r["op"],
+                    M=int(r["M"]),
+                    N=int(r["N"]),
+                    K=int(r["K"]),
+                    count=int(r["count"]),
+                    seconds=float(r["latency_s"]),
+                    method=r.get("method", "eager"),
+                    source=r.get("source", ""),
+                    name=r.get("name", ""),
+                )
+            )
+    return rows
+
+
+def write_measurements(path: Path, rows: Sequence[Measurement], extra: Sequence[dict] | None = None) -> Path:
+    """A plain measurement CSV: ``PLAIN_COLUMNS`` then any extra columns (same keys in every row)."""
+    extra = list(extra) if extra is not None else [{} for _ in rows]
+    names = list(PLAIN_COLUMNS) + [k for k in (extra[0] if extra else {}) if k not in PLAIN_COLUMNS]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=names)
+        writer.writeheader()
+        for m, more in zip(rows, extra):
+            plain = dict(zip(PLAIN_COLUMNS, (m.gpu, m.precision, m.op, m.M, m.N, m.K, m.count)))
+            plain.update(latency_s=repr(m.seconds), method=m.method, source=m.source, name=m.name)
+            writer.writerow({**plain, **more})
+    return path
+
+
+def _numbers(line: str) -> list[float]:
+    return [float(cell.strip().removesuffix("ms").removesuffix("Tflops")) for cell in line.split(",") if cell.strip()]
+
+
+def read_llmcompass(folder: str | Path, gpu: str = "a100_80gb") -> list[Measurement]:
+    """LLMCompass's real-hardware files in ``folder`` (``matmul_*.csv``, ``softmax_*``, ``layernorm_*``,
+    ``gelu_*``; fp16, PyTorch eager): latency from the file's own latency or throughput column."""
+    folder = Path(folder)
+    source = f"LLMCompass real-hardware measurements (ae/figure5/*/real_hardware, folder {folder.name})"
+    method = "eager PyTorch call, fp16, LLMCompass run_on_gpu"
+    rows: list[Measurement] = []
+    for path in sorted(folder.glob("*.csv")):
+        prefix = path.name.split("_", 1)[0]
+        op = LLMCOMPASS_FILES.get(prefix)
+        if op is None:
+            continue
+        for i, line in enumerate(path.read_text().splitlines()):
+            if not line.strip():
+                continue
+            v = _numbers(line)
+            name = f"{path.stem}:{i + 1}"
+            if op == "gemm":  # M, N, K, latency ms, TFLOPS (K = N in every file)
+                m, n, k, seconds = int(v[0]), int(v[1]), int(v[2]), v[3] * 1e-3
+            elif op == "gelu":  # M elements, 1e9 elements/s
+                m, n, k, seconds = int(v[0]), 1, 0, v[0] / (v[1] * 1e9)
+            else:  # M rows, N columns, 1e9 elements/s
+                m, n, k, seconds = int(v[0]), int(v[1]), 0, v[0] * v[1] / (v[2] * 1e9)
+            rows.append(Measurement(gpu, "fp16", op, m, n, k, 1, seconds, method, source, name))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------------
+# The model of one measured call
+# ---------------------------------------------------------------------------------------------------
+def as_measured(arch: GpuArch, m: Measurement) -> GpuArch:
+    """``arch`` run the way the row was taken (eager calls pay the host's per-call cost)."""
+    execution = "eager" if m.eager else "graph"
+    return arch if arch.execution == execution else replace(arch, execution=execution)
+
+
+def _gemm(m: Measurement) -> Gemm:
+    return Gemm(m.M, m.N, m.K, m.count)
+
+
+def _operand_bytes(m: Measurement, eb: int) -> tuple[float, float, float]:
+    return float(m.M * m.K * eb * m.count), float(m.K * m.N * eb * m.count), float(m.M * m.N * eb * m.count)
+
+
+def predict_seconds(m: Measurement, arch: GpuArch, tile: Tile | None = None) -> float:
+    """Model time of one measured call: operands from DRAM; GEMMs with ``tile`` or else the best tile."""
+    arch = as_measured(arch, m)
+    eb = arch.elem_bytes
+    if m.kind == "GEMM":
+        a, b, c = _operand_bytes(m, eb)
+        if tile is None:
+            return best_tile(_gemm(m), arch, a, b, c, 0.0)[1]
+        return gemm_cost(_gemm(m), tile, arch, a_dram_bytes=a, b_dram_bytes=b, c_dram_bytes=c).seconds
+    elements = float(m.M * m.N * m.count)
+    return memory_kernel_cost(
+        arch,
+        flops=ELEMENTWISE_FLOPS.get(m.op, 1.0) * elements,
+        dram_read_bytes=elements * eb,
+        dram_write_bytes=elements * eb,
+        l2_bytes=0.0,
+        kind=KERNEL_OF[m.kind],
+        row_bytes=float(m.N * eb) if m.op in ("softmax", "layernorm") else 0.0,
+    ).seconds
+
+
+def mape_by_kind(rows: Sequence[Measurement], predicted: Sequence[float]) -> dict[str, float]:
+    """Mean absolute percentage error per op kind (and 'all')."""
+    errors: dict[str, list[float]] = {}
+    for m, p in zip(rows, predicted):
+        errors.setdefault(m.kind, []).append(abs(p - m.seconds) / m.seconds * 100.0)
+    out = {kind: float(np.mean(values)) for kind, values in errors.items()}
+    out["all"] = float(np.mean([e for values in errors.values() for e in values])) if errors else math.nan
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Fitting
+# ---------------------------------------------------------------------------------------------------
+# (name, lower, upper): the fitted vector; kernel constants are "<kind>.<field>"
+PARAMETERS: tuple[tuple[str, float, float], ...] = (
+    ("compute_fraction", 0.3, 1.0),
+    ("bandwidth_fraction", 0.2, 1.0),
+    # prior: a kernel's device-side fixed cost (launch gap in a CUDA graph, fill and tail) is a few us; eager
+    # timings alone cannot tell it from the host's cost, so it is bounded here and the host takes the rest
+    ("launch_us", 0.0, 5.0),
+    ("overlap_exponent", 1.0, 12.0),
+    ("gemm.host_us", 0.0, 500.0),
+    ("softmax.bandwidth_fraction", 0.1, 1.0),
+    ("softmax.host_us", 0.0, 500.0),
+    ("softmax.long_row_passes", 0.0, 4.0),
+    ("layernorm.bandwidth_fraction", 0.1, 1.0),
+    ("layernorm.host_us", 0.0, 500.0),
+    ("layernorm.long_row_passes", 0.0, 4.0),
+    ("elementwise.bandwidth_fraction", 0.1, 1.0),
+    ("elementwise.host_us", 0.0, 500.0),
+)
+
+
+def tuning_vector(tuning: GpuTuning) -> np.ndarray:
+    values = []
+    for name, _, _ in PARAMETERS:
+        if "." in name:
+            kind, attr = name.split(".")
+            values.append(getattr(tuning.kernel(kind), attr))
+        else:
+            values.append(getattr(tuning, name))
+    return np.array(values, dtype=float)
+
+
+def tuning_from_vector(base: GpuTuning, x: np.ndarray, long_row_bytes: float | None = None) -> GpuTuning:
+    scalars = {name: float(v) for (name, _, _), v in zip(PARAMETERS, x) if "." not in name}
+    per_kind: dict[str, dict[str, float]] = {}
+    for (name, _, _), v in zip(PARAMETERS, x):
+        if "." in name:
+            kind, attr = name.split(".")
+            per_kind.setdefault(kind, {})[attr] = float(v)
+    per_kind.setdefault("gemm", {})["bandwidth_fraction"] = scalars["bandwidth_fraction"]  # one GEMM fraction
+    kernels = tuple(replace(k, **per_kind.get(k.kind, {})) for k in base.kernels)
+    if long_row_bytes is not None:
+        scalars["long_row_bytes"] = float(long_row_bytes)
+    return replace(base, kernels=kernels, **scalars)
+
+
+def with_tuning(arch: GpuArch, tuning: GpuTuning) -> GpuArch:
+    """``arch`` with ``tuning`` (and the three constants GpuArch also carries) in place."""
+    return replace(
+        arch,
+        tuning=tuning,
+        compute_fraction=tuning.compute_fraction,
+        bandwidth_fraction=tuning.bandwidth_fraction,
+        launch_us=tuning.launch_us,
+    )
 
 
 @dataclass
-class CalibrationResult:
-    """Fitted model parameters and held-out errors (mean absolute percentage error)."""
+class Fit:
+    """The fitted constants and what they explain."""
 
-    compute_fraction: float
-    bandwidth_fraction: float
-    launch_us: float
-    fit_mape: float
-    heldout_mape_model: float
-    heldout_mape_boosted: float
-    n_fit: int
-    n_heldout: int
-    heldout: list[dict[str, Any]] = field(default_factory=list)
+    tuning: GpuTuning
+    fit_mape: dict[str, float]
+    unidentified: list[str]  # constants no row constrained (kept at the value said in ``notes``)
+    notes: list[str]
 
 
-def _operand_bytes(g: Gemm, eb: int) -> tuple[float, float, float]:
-    return float(g.M * g.K * eb * g.count), float(g.K * g.N * eb * g.count), float(g.M * g.N * eb * g.count)
+def _identified(jac: np.ndarray, names: Sequence[str]) -> list[str]:
+    """Names of the parameters whose Jacobian column is (numerically) zero: no row constrains them."""
+    norms = np.linalg.norm(jac, axis=0)
+    return [n for n, v in zip(names, norms) if v < 1e-6]
 
 
-def predict_seconds(measurement: Measurement, arch: GpuArch, tile: Tile | None = None) -> float:
-    """Model time of one measured GEMM, every operand from DRAM, with ``tile`` or else the best legal
-    tile (what a tuned library picks)."""
-    a, b, c = _operand_bytes(measurement.gemm, arch.elem_bytes)
-    if tile is None:
-        return best_tile(measurement.gemm, arch, a, b, c, 0.0)[1]
-    return gemm_cost(measurement.gemm, tile, arch, a_dram_bytes=a, b_dram_bytes=b, c_dram_bytes=c).seconds
+def _fit_once(rows: Sequence[Measurement], arch: GpuArch, long_row_bytes: float) -> tuple[np.ndarray, float, object]:
+    from scipy.optimize import least_squares
+
+    base = replace(arch.tuning, long_row_bytes=long_row_bytes)
+    x0 = tuning_vector(base)
+    lower = np.array([p[1] for p in PARAMETERS])
+    upper = np.array([p[2] for p in PARAMETERS])
+    x0 = np.clip(x0, lower + 1e-9, upper - 1e-9)
+    measured = np.array([m.seconds for m in rows])
+    tiles: list[Tile | None] = [None] * len(rows)
+    result = None
+    for _ in range(2):  # tiles chosen with the current constants, refitted once with the refreshed tiles
+        candidate = with_tuning(arch, tuning_from_vector(base, x0))
+        tiles = [_tile_for(m, candidate) if m.kind == "GEMM" else None for m in rows]
+
+        def residuals(x: np.ndarray, tiles=tiles) -> np.ndarray:
+            trial = with_tuning(arch, tuning_from_vector(base, x))
+            predicted = np.array([predict_seconds(m, trial, t) for m, t in zip(rows, tiles)])
+            return np.log(predicted / measured)
+
+        result = least_squares(residuals, x0, bounds=(lower, upper), x_scale="jac", max_nfev=400)
+        x0 = result.x
+    loss = float(np.mean(np.abs(result.fun)))
+    return x0, loss, result
 
 
-def read_measurements(path: str | Path, kinds: Sequence[str] = ("gemm", "conv")) -> list[Measurement]:
-    """Measured kernels from a ``benchmarks/gpu_measure.py`` CSV (GEMM-shaped rows of the given kinds)."""
-    import pandas as pd
-
-    frame = pd.read_csv(path)
-    frame = frame[frame["kind"].isin(kinds)]
-    return [
-        Measurement(
-            name=str(r["name"]),
-            gemm=Gemm(int(r["M"]), int(r["N"]), int(r["K"]), int(r["count"])),
-            seconds=float(r["median_s"]),
-            kind=str(r["kind"]),
-        )
-        for _, r in frame.iterrows()
-    ]
+def _tile_for(m: Measurement, arch: GpuArch) -> Tile:
+    a, b, c = _operand_bytes(m, arch.elem_bytes)
+    return best_tile(_gemm(m), as_measured(arch, m), a, b, c, 0.0)[0]
 
 
-def _features(m: Measurement, model_s: float, eb: int) -> list[float]:
-    g = m.gemm
-    traffic = (g.M * g.K + g.K * g.N + g.M * g.N) * g.count * eb
-    return [
-        math.log(g.flops),
-        math.log(traffic),
-        math.log(g.flops / traffic),
-        math.log(g.M),
-        math.log(g.N),
-        math.log(g.K),
-        math.log(g.count),
-        math.log(model_s),
-    ]
+def fit(rows: Sequence[Measurement], arch: GpuArch) -> Fit:
+    """Fit ``arch``'s tuning to ``rows`` (one GPU, one precision); the long-row threshold is picked from
+    ``LONG_ROW_CHOICES`` by the same loss. Constants no row constrains keep a stated fallback."""
+    if len(rows) < 4:
+        raise ValueError(f"calibration needs at least 4 measured calls, got {len(rows)}")
+    kinds = {m.kind for m in rows}
+    has_rows = any(m.op in ("softmax", "layernorm") for m in rows)
+    choices = LONG_ROW_CHOICES if has_rows else (arch.tuning.long_row_bytes,)
+    best = min((_fit_once(rows, arch, lrb) + (lrb,) for lrb in choices), key=lambda item: item[1])
+    x, _, result, long_row_bytes = best
+    tuning = tuning_from_vector(replace(arch.tuning, long_row_bytes=long_row_bytes), x)
+    names = [p[0] for p in PARAMETERS]
+    unidentified = _identified(result.jac, names)
+    notes = []
+    hosts = {k.kind: k.host_us for k in tuning.kernels if f"{k.kind}.host_us" not in unidentified}
+    kernel_kinds = {KERNEL_OF[k] for k in kinds}
+    for kernel in tuning.kernels:
+        if f"{kernel.kind}.host_us" in unidentified and hosts:
+            floor = min(hosts.values())
+            tuning = _set_kernel(tuning, kernel.kind, host_us=floor)
+            notes.append(f"{kernel.kind}.host_us: no host-bound row; set to the smallest fitted per-call cost")
+        if kernel.kind not in kernel_kinds and kernel.kind != "gemm":
+            tuning = _set_kernel(tuning, kernel.kind, bandwidth_fraction=tuning.bandwidth_fraction)
+            notes.append(f"{kernel.kind}.bandwidth_fraction: no rows; set to the GEMM bandwidth fraction")
+    for name in unidentified:
+        if not name.endswith(".host_us"):
+            notes.append(f"{name}: no row constrains it; kept at its starting value")
+    fitted = with_tuning(arch, tuning)
+    return Fit(tuning, mape_by_kind(rows, [predict_seconds(m, fitted) for m in rows]), unidentified, notes)
 
 
-def _mape(predicted: Sequence[float], measured: Sequence[float]) -> float:
-    p, m = np.asarray(predicted, dtype=float), np.asarray(measured, dtype=float)
-    return float(np.mean(np.abs(p - m) / m) * 100.0)
+def _set_kernel(tuning: GpuTuning, kind: str, **changes: float) -> GpuTuning:
+    kernels = tuple(replace(k, **changes) if k.kind == kind else k for k in tuning.kernels)
+    return replace(tuning, kernels=kernels)
 
 
-def fit_calibration(
-    measurements: Sequence[Measurement], arch: GpuArch, *, heldout_share: float = 0.3, seed: int = 0
-) -> CalibrationResult:
-    """Fit compute/bandwidth fractions and launch overhead on a random share of the shapes, then a
-    gradient-boosting model of the log residual (GPPerf-style); report MAPE on the held-out shapes."""
-    from scipy.optimize import minimize
-    from sklearn.ensemble import GradientBoostingRegressor
+def folds(rows: Sequence[Measurement], k: int) -> list[list[int]]:
+    """k folds, stratified by op kind and spread along each sweep (row i of a kind goes to fold i mod k)."""
+    out: list[list[int]] = [[] for _ in range(k)]
+    seen: dict[str, int] = {}
+    for i, m in enumerate(rows):
+        n = seen.get(m.kind, 0)
+        out[n % k].append(i)
+        seen[m.kind] = n + 1
+    return [f for f in out if f]
 
-    if len(measurements) < 6:
-        raise ValueError(f"calibration needs at least 6 measured kernels, got {len(measurements)}")
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(len(measurements))
-    n_held = max(2, int(round(len(measurements) * heldout_share)))
-    held = [measurements[i] for i in order[:n_held]]
-    fit = [measurements[i] for i in order[n_held:]]
 
-    def with_params(x: np.ndarray) -> GpuArch:
-        return replace(
-            arch,
-            compute_fraction=float(np.clip(x[0], 0.01, 1.0)),
-            bandwidth_fraction=float(np.clip(x[1], 0.01, 1.0)),
-            launch_us=float(max(0.0, x[2])),
-        )
+@dataclass
+class CrossValidation:
+    """Held-out predictions of every row (each predicted by the fit that did not see it)."""
 
-    # tiles are chosen once, with the starting parameters: the fractions move times, rarely the best tile
-    tiles = [best_tile(m.gemm, arch, *_operand_bytes(m.gemm, arch.elem_bytes), 0.0)[0] for m in fit]
+    rows: list[Measurement]
+    predicted: list[float]
+    mape: dict[str, float]
 
-    def loss(x: np.ndarray) -> float:
-        candidate = with_params(x)
-        errors = [math.log(predict_seconds(m, candidate, t) / m.seconds) for m, t in zip(fit, tiles)]
-        return float(np.mean(np.square(errors)))
 
-    start = np.array([arch.compute_fraction, arch.bandwidth_fraction, arch.launch_us])
-    result = minimize(loss, start, method="Nelder-Mead", options={"maxiter": 300, "xatol": 1e-3, "fatol": 1e-6})
-    fitted = with_params(result.x)
-    fit_pred = [predict_seconds(m, fitted) for m in fit]
-    held_pred = [predict_seconds(m, fitted) for m in held]
-    eb = arch.elem_bytes
-    booster = GradientBoostingRegressor(n_estimators=200, max_depth=3, learning_rate=0.05, random_state=seed)
-    x_fit = np.array([_features(m, p, eb) for m, p in zip(fit, fit_pred)])
-    y_fit = np.array([math.log(m.seconds / p) for m, p in zip(fit, fit_pred)])
-    booster.fit(x_fit, y_fit)
-    x_held = np.array([_features(m, p, eb) for m, p in zip(held, held_pred)])
-    boosted = np.array(held_pred) * np.exp(booster.predict(x_held))
-    rows = [
-        {"name": m.name, "kind": m.kind, "measured_s": m.seconds, "model_s": p, "boosted_s": float(b)}
-        for m, p, b in zip(held, held_pred, boosted)
-    ]
-    return CalibrationResult(
-        compute_fraction=fitted.compute_fraction,
-        bandwidth_fraction=fitted.bandwidth_fraction,
-        launch_us=fitted.launch_us,
-        fit_mape=_mape(fit_pred, [m.seconds for m in fit]),
-        heldout_mape_model=_mape(held_pred, [m.seconds for m in held]),
-        heldout_mape_boosted=_mape(list(boosted), [m.seconds for m in held]),
-        n_fit=len(fit),
-        n_heldout=len(held),
-        heldout=rows,
+def cross_validate(
+    rows: Sequence[Measurement], arch: GpuArch, k: int = 5, fitter: Callable[..., Fit] = fit
+) -> CrossValidation:
+    """k-fold cross-validated error per op kind: fit on k-1 folds, predict the held-out one."""
+    rows = list(rows)
+    predicted = [math.nan] * len(rows)
+    for held in folds(rows, k):
+        keep = set(held)
+        train = [m for i, m in enumerate(rows) if i not in keep]
+        fitted = with_tuning(arch, fitter(train, arch).tuning)
+        for i in held:
+            predicted[i] = predict_seconds(rows[i], fitted)
+    return CrossValidation(rows, predicted, mape_by_kind(rows, predicted))
+
+
+def kernel_tunings(tuning: GpuTuning) -> dict[str, KernelTuning]:
+    return {k.kind: k for k in tuning.kernels}
+
+
+@dataclass
+class Report:
+    """Errors per op kind on the same rows: as shipped (catalog, graph execution), catalog defaults timed as
+    the rows were taken, the fit on all rows, and k-fold cross-validated."""
+
+    shipped: dict[str, float]
+    catalog: dict[str, float]
+    fitted: dict[str, float]
+    cross_validated: dict[str, float]
+    fit: Fit
+    cv: CrossValidation
+    rows: dict[str, int]
+
+
+def evaluate(rows: Sequence[Measurement], arch: GpuArch, k: int = 5) -> Report:
+    """Fit ``arch`` (a catalog GPU) on ``rows`` and measure the errors the calibration file records."""
+    catalog = with_tuning(arch, default_tuning())
+    shipped = [predict_seconds(replace(m, method="graph"), catalog) for m in rows]
+    plain = [predict_seconds(m, catalog) for m in rows]
+    fitted = fit(rows, catalog)
+    cv = cross_validate(rows, catalog, k)
+    counts: dict[str, int] = {}
+    for m in rows:
+        counts[m.kind] = counts.get(m.kind, 0) + 1
+    return Report(
+        shipped=mape_by_kind(rows, shipped),
+        catalog=mape_by_kind(rows, plain),
+        fitted=fitted.fit_mape,
+        cross_validated=cv.mape,
+        fit=fitted,
+        cv=cv,
+        rows=counts,
+    )
+
+
+def calibration_entry(report: Report, gpu: str, precision: str, source: str, k: int) -> Calibration:
+    """What ``hwmodels/data/gpu_calibration.json`` stores for one GPU: constants, provenance, errors."""
+    method = (
+        f"bounded least squares (scipy.optimize.least_squares) on log(model/measured) over "
+        f"{sum(report.rows.values())} rows, the long-row threshold picked from {list(map(int, LONG_ROW_CHOICES))} "
+        f"bytes; error = {k}-fold cross-validation (stratified by op kind); 'uncalibrated' = catalog "
+        "assumptions as shipped (graph execution, no host cost)"
+    )
+    if report.fit.notes:
+        method += "; " + "; ".join(report.fit.notes)
+    kinds = [kind for kind in ("GEMM", "softmax", "layernorm", "GELU") if kind in report.rows]
+    return Calibration(
+        gpu=gpu,
+        precision=precision,
+        source=source,
+        method=method,
+        tuning=report.fit.tuning,
+        cv_mape={kind: round(report.cross_validated[kind], 2) for kind in kinds},
+        uncalibrated_mape={kind: round(report.shipped[kind], 2) for kind in kinds},
+        rows={kind: report.rows[kind] for kind in kinds},
     )

@@ -8,14 +8,19 @@ mapper's choice and the reported time agree.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from dse.graph import OpSparsity
 from hwmodels.catalogs.gpu import assumption
+from hwmodels.catalogs.sparse import GPU_SPARSE_INDEX_BITS, GPU_SPARSE_PATTERN, GPU_SPARSE_TENSOR_SPEEDUP, fits_2_4
 from templates.gpu import GpuArch
 
 STAGES = 2  # operand tiles double-buffered in shared memory (the minimum that overlaps load and math)
 ACCUMULATOR_BYTES = 4  # FP32 / INT32 accumulators, held in registers
 ACCUMULATOR_REGISTER_SHARE = 0.5  # at most half the register file holds one block's accumulators
+# Small-K inefficiency: a tile's main loop starts only once STAGES k-slices are in shared memory, so each tile
+# pays STAGES k-iterations of fill beyond its ceil(K / BK) iterations (negligible for long K, a lot for K ~ BK).
+PIPELINE_FILL_ITERS = STAGES
 
 
 @dataclass(frozen=True)
@@ -26,10 +31,30 @@ class Gemm:
     N: int
     K: int
     count: int
+    sparse_2_4: bool = False  # B (the weights) is 2:4 sparse and runs on the sparse tensor cores
 
     @property
     def flops(self) -> int:
         return 2 * self.M * self.N * self.K * self.count
+
+
+def sparse_gemm(gemm: Gemm, sparsity: OpSparsity, arch: GpuArch) -> Gemm:
+    """``gemm`` marked for the 2:4 sparse tensor cores when the GPU has them on (``sparsity: 2:4``), runs the
+    GEMM on tensor cores, and the op's weight pattern fits 2:4 (``fits_2_4``); unchanged otherwise."""
+    if arch.sparsity != "2:4" or not arch.uses_tensor_cores or not sparsity.structured:
+        return gemm
+    return replace(gemm, sparse_2_4=fits_2_4(sparsity.n, sparsity.m))
+
+
+def compressed_weight_fraction(elem_bytes: int) -> float:
+    """Bytes of a 2:4-compressed weight over its dense bytes: half the values plus a 2-bit index per kept value."""
+    n, m = GPU_SPARSE_PATTERN
+    return n / m * (1.0 + GPU_SPARSE_INDEX_BITS.value / (8.0 * elem_bytes))
+
+
+def math_speedup(gemm: Gemm) -> float:
+    """Dense-equivalent throughput over the dense peak: 2 on the sparse tensor cores (datasheet figures)."""
+    return GPU_SPARSE_TENSOR_SPEEDUP.value if gemm.sparse_2_4 else 1.0
 
 
 @dataclass(frozen=True)
@@ -42,7 +67,8 @@ class Tile:
 
 @dataclass(frozen=True)
 class KernelCost:
-    """One kernel's time and traffic. ``seconds`` = launch + max(compute, DRAM, L2)."""
+    """One kernel's time and traffic. ``seconds`` = launch + max(compute, DRAM, L2) on the device, plus what
+    the host's per-call cost adds in eager execution (``host_s``)."""
 
     seconds: float
     compute_s: float
@@ -57,6 +83,8 @@ class KernelCost:
     blocks: int = 0
     waves: float = 0.0
     tile_efficiency: float = 1.0
+    host_s: float = 0.0
+    math_speedup: float = 1.0  # 2 for a GEMM on the 2:4 sparse tensor cores
 
     @property
     def bound(self) -> str:
@@ -72,16 +100,19 @@ def tile_fits(tile: Tile, arch: GpuArch) -> bool:
     return smem <= arch.smem_kib_per_sm * 1024 and regs <= ACCUMULATOR_REGISTER_SHARE * arch.regs_kib_per_sm * 1024
 
 
-def tile_efficiency(tile: Tile, arch: GpuArch) -> float:
+def tile_efficiency(tile: Tile, arch: GpuArch, speedup: float = 1.0) -> float:
     """Share of tensor peak a tile's main loop can reach when its operands are fed from shared memory.
 
     Per k-step the tile does 2*BM*BN*BK operations on (BM+BN)*BK elements read from shared memory; the SM
     needs ``flops_per_clk / smem_bytes_per_clk`` operations per byte to keep the tensor cores busy, so
-    thin tiles (GPPerf's up-to-3.2x tile effect) are shared-memory bound.
+    thin tiles (GPPerf's up-to-3.2x tile effect) are shared-memory bound. On the sparse tensor cores
+    (``speedup`` 2) the SM does twice the dense-equivalent operations per clock from a B tile compressed to
+    ``compressed_weight_fraction`` of its bytes.
     """
     eb = arch.elem_bytes
-    per_byte = 2.0 * tile.bm * tile.bn / ((tile.bm + tile.bn) * eb)
-    needed = arch.flops_per_clk_per_sm / assumption("smem_bytes_per_clk")
+    b_share = compressed_weight_fraction(eb) if speedup > 1.0 else 1.0
+    per_byte = 2.0 * tile.bm * tile.bn / ((tile.bm + tile.bn * b_share) * eb)
+    needed = speedup * arch.flops_per_clk_per_sm / assumption("smem_bytes_per_clk")
     return min(1.0, per_byte / needed)
 
 
@@ -110,21 +141,26 @@ def gemm_cost(
     blocks = m_tiles * n_tiles * tile.split_k * gemm.count
     per_sm = math.ceil(blocks / arch.sms)
     tile_ops = 2.0 * tile.bm * tile.bn * tile.bk * k_iters
-    efficiency = tile_efficiency(tile, arch)
-    sm_rate = arch.flops_per_clk_per_sm * arch.clock_mhz * 1e6 * arch.compute_fraction * efficiency
-    compute_s = per_sm * tile_ops / sm_rate
+    speedup = math_speedup(gemm)
+    efficiency = tile_efficiency(tile, arch, speedup)
+    sm_rate = speedup * arch.flops_per_clk_per_sm * arch.clock_mhz * 1e6 * arch.compute_fraction * efficiency
+    fill_ops = 2.0 * tile.bm * tile.bn * tile.bk * PIPELINE_FILL_ITERS
+    compute_s = per_sm * (tile_ops + fill_ops) / sm_rate
     a_total = gemm.M * gemm.K * eb * gemm.count
-    b_total = gemm.K * gemm.N * eb * gemm.count
+    b_total = gemm.K * gemm.N * eb * gemm.count * (compressed_weight_fraction(eb) if gemm.sparse_2_4 else 1.0)
     c_total = gemm.M * gemm.N * eb * gemm.count
     partials = 2.0 * tile.split_k * gemm.M * gemm.N * ACCUMULATOR_BYTES * gemm.count if tile.split_k > 1 else 0.0
     l2_bytes = a_total * n_tiles + b_total * m_tiles + c_total + partials + extra_read_bytes
     reads = a_dram_bytes + b_dram_bytes + extra_read_bytes
     bandwidth = arch.bytes_per_s
     dram_s = (reads + c_dram_bytes) / (bandwidth * arch.bandwidth_fraction)
-    l2_s = l2_bytes / (bandwidth * assumption("l2_bandwidth_ratio"))
+    l2_s = l2_bytes / (bandwidth * arch.tuning.l2_bandwidth_ratio)
     launch_s = arch.launch_us * 1e-6
+    device_s = launch_s + max(compute_s, dram_s, l2_s)
+    seconds = call_seconds(device_s, arch, "gemm")
     return KernelCost(
-        seconds=launch_s + max(compute_s, dram_s, l2_s),
+        seconds=seconds,
+        host_s=seconds - device_s,
         compute_s=compute_s,
         dram_s=dram_s,
         l2_s=l2_s,
@@ -137,20 +173,39 @@ def gemm_cost(
         blocks=blocks,
         waves=blocks / arch.sms,
         tile_efficiency=efficiency,
+        math_speedup=speedup,
     )
 
 
 def memory_kernel_cost(
-    arch: GpuArch, *, flops: float, dram_read_bytes: float, dram_write_bytes: float, l2_bytes: float
+    arch: GpuArch,
+    *,
+    flops: float,
+    dram_read_bytes: float,
+    dram_write_bytes: float,
+    l2_bytes: float,
+    kind: str = "elementwise",
+    row_bytes: float = 0.0,
 ) -> KernelCost:
-    """A kernel on the CUDA cores: elementwise, pooling, softmax, layernorm, direct conv, append."""
+    """A kernel on the CUDA cores: elementwise, pooling, softmax, layernorm, direct conv, append.
+
+    ``kind`` picks the kernel's tuning (its achievable bandwidth share, its host cost); a row-wise kernel
+    (softmax, layernorm) whose rows are longer than ``long_row_bytes`` reads its input ``long_row_passes``
+    more times.
+    """
+    tuning = arch.tuning.kernel(kind)
     bandwidth = arch.bytes_per_s
+    passes = tuning.long_row_passes if row_bytes > arch.tuning.long_row_bytes else 0.0
+    moved = dram_read_bytes * (1.0 + passes) + dram_write_bytes
     compute_s = flops / (arch.fp32_tflops * 1e12 * assumption("simt_fraction"))
-    dram_s = (dram_read_bytes + dram_write_bytes) / (bandwidth * arch.bandwidth_fraction)
-    l2_s = l2_bytes / (bandwidth * assumption("l2_bandwidth_ratio"))
+    dram_s = moved / (bandwidth * tuning.bandwidth_fraction)
+    l2_s = l2_bytes / (bandwidth * arch.tuning.l2_bandwidth_ratio)
     launch_s = arch.launch_us * 1e-6
+    device_s = launch_s + max(compute_s, dram_s, l2_s)
+    seconds = call_seconds(device_s, arch, kind)
     return KernelCost(
-        seconds=launch_s + max(compute_s, dram_s, l2_s),
+        seconds=seconds,
+        host_s=seconds - device_s,
         compute_s=compute_s,
         dram_s=dram_s,
         l2_s=l2_s,
@@ -161,3 +216,32 @@ def memory_kernel_cost(
         dram_write_bytes=dram_write_bytes,
         l2_bytes=l2_bytes,
     )
+
+
+def call_seconds(device_s: float, arch: GpuArch, kind: str) -> float:
+    """Wall time of one call: the device time alone in graph execution; in eager execution the host's
+    per-call cost, partly overlapped with the device work: (host^p + device^p)^(1/p)."""
+    if arch.execution != "eager":
+        return device_s
+    host_s = arch.tuning.kernel(kind).host_us * 1e-6
+    p = arch.tuning.overlap_exponent
+    return (host_s**p + device_s**p) ** (1.0 / p)
+
+
+def allreduce_seconds(nbytes: float, gpus: int, link_bytes_per_s: float) -> float:
+    """Ring all-reduce of ``nbytes`` over ``gpus`` GPUs: 2(n-1) steps, each moving nbytes/n over one link
+    direction: 2(n-1)/n * bytes / (link bandwidth x achievable share) + 2(n-1) x step latency."""
+    if gpus <= 1 or nbytes <= 0:
+        return 0.0
+    steps = 2 * (gpus - 1)
+    bandwidth = link_bytes_per_s * assumption("nvlink_fraction")
+    return steps / gpus * nbytes / bandwidth + steps * assumption("allreduce_step_us") * 1e-6
+
+
+def allgather_seconds(nbytes: float, gpus: int, link_bytes_per_s: float) -> float:
+    """Ring all-gather of a tensor of ``nbytes`` (each GPU holds 1/n): n-1 steps of nbytes/n each."""
+    if gpus <= 1 or nbytes <= 0:
+        return 0.0
+    steps = gpus - 1
+    bandwidth = link_bytes_per_s * assumption("nvlink_fraction")
+    return steps / gpus * nbytes / bandwidth + steps * assumption("allreduce_step_us") * 1e-6

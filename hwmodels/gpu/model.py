@@ -9,7 +9,13 @@ Energy is an **estimate** from TDP and utilization, not a measurement: each kern
 ``static + (TDP - static) * max(compute utilization, DRAM utilization)`` for its duration, with the static
 share an assumption in ``hwmodels.catalogs.gpu.MODEL_ASSUMPTIONS``.
 
-``hwmodels.gpu.calibrate`` fits the model's achievable fractions and launch overhead to measured kernels.
+``hwmodels.gpu.calibrate`` fits the model's tuning constants to measured kernels; a GPU with fitted constants
+(``hwmodels/data/gpu_calibration.json``) uses them, ``info['calibration']`` says which (or catalog-only).
+
+A node of ``gpus`` GPUs (tensor parallel, ``mappers.gpu``) runs each kernel on its 1/n share; a row-parallel
+GEMM is followed by a ring all-reduce of its output over NVLink and a gather of a split tensor by an
+all-gather (``hwmodels.gpu.cost.allreduce_seconds``), not overlapped with compute. Every GPU draws the same
+power, so the node's energy is n times one GPU's.
 """
 
 from __future__ import annotations
@@ -19,7 +25,14 @@ from typing import Any
 
 from hwmodels.base import LayerMetrics, Metrics
 from hwmodels.catalogs.gpu import assumption
-from hwmodels.gpu.cost import KernelCost, Tile, gemm_cost, memory_kernel_cost
+from hwmodels.gpu.cost import (
+    KernelCost,
+    Tile,
+    allgather_seconds,
+    allreduce_seconds,
+    gemm_cost,
+    memory_kernel_cost,
+)
 from mappers.base import Mapping
 from templates.gpu import GpuArch
 
@@ -45,10 +58,25 @@ def kernel_cost(mapping: Mapping, name: str, arch: GpuArch) -> KernelCost | None
     op = mapping.graph.op(name)
     return memory_kernel_cost(
         arch,
-        flops=float(op.flops),
+        flops=float(om.extra.get("flops", op.flops)),
         dram_read_bytes=traffic.dram_read,
         dram_write_bytes=traffic.dram_write,
         l2_bytes=traffic.l2,
+        kind=om.extra.get("kernel_kind", "elementwise"),
+        row_bytes=float(om.extra.get("row_bytes", 0.0)),
+    )
+
+
+def collective_seconds(mapping: Mapping, name: str, arch: GpuArch) -> float:
+    """NVLink time around the kernel rooted at ``name``: all-reduce after a row-parallel GEMM, all-gather
+    of split inputs before an op that needs them whole (0 on one GPU)."""
+    gpus = int(getattr(arch, "gpus", 1))
+    if gpus <= 1:
+        return 0.0
+    extra = mapping.ops[name].extra
+    link = arch.nvlink_gbps * 1e9
+    return allreduce_seconds(extra.get("allreduce_bytes", 0.0), gpus, link) + allgather_seconds(
+        extra.get("allgather_bytes", 0.0), gpus, link
     )
 
 
@@ -104,21 +132,27 @@ class GpuModel:
                 continue
             kernels += 1
             tensor = om.extra.get("unit") == "tensor"
-            peak = arch.peak_flops if tensor else arch.fp32_tflops * 1e12
+            peak = arch.peak_flops * cost.math_speedup if tensor else arch.fp32_tflops * 1e12
             static_w, compute_w, memory_w = kernel_power_w(cost, arch, peak)
-            breakdown = {
-                "static": static_w * cost.seconds * 1e12,
-                "compute": compute_w * cost.seconds * 1e12,
-                "memory": memory_w * cost.seconds * 1e12,
+            comm_s = collective_seconds(mapping, name, arch)
+            seconds = cost.seconds + comm_s
+            gpus = max(1, int(getattr(arch, "gpus", 1)))
+            breakdown = {  # every GPU of the node draws the same; links idle at static power
+                "static": gpus * static_w * seconds * 1e12,
+                "compute": gpus * compute_w * cost.seconds * 1e12,
+                "memory": gpus * memory_w * cost.seconds * 1e12,
             }
             macs = op.macs if tensor else 0
-            util = cost.flops / (cost.seconds * arch.peak_flops) if tensor and cost.seconds > 0 else 0.0
-            cycles = cost.seconds * clock_hz
+            util = cost.flops / (seconds * peak) if tensor and seconds > 0 else 0.0
+            cycles = seconds * clock_hz
             compute_cycles = min(cost.compute_s, cost.seconds) * clock_hz
             extra: dict[str, Any] = {
                 "unit": om.extra.get("unit"),
                 "bound": cost.bound,
                 "launch_s": cost.launch_s,
+                "host_s": cost.host_s,
+                "collective_s": comm_s,
+                "shard": om.extra.get("shard", "whole"),
                 "compute_s": cost.compute_s,
                 "dram_s": cost.dram_s,
                 "l2_s": cost.l2_s,
@@ -154,10 +188,10 @@ class GpuModel:
             )
             for key, value in breakdown.items():
                 totals[key] += value
-            seconds_total += cost.seconds
+            seconds_total += seconds
             useful_macs += macs
             weighted_util += util * macs
-            dram_bytes += cost.dram_read_bytes + cost.dram_write_bytes
+            dram_bytes += gpus * (cost.dram_read_bytes + cost.dram_write_bytes)
         energy_pj = sum(totals.values())
         energy_mj = energy_pj * 1e-9
         latency_ms = seconds_total * 1e3
@@ -176,7 +210,7 @@ class GpuModel:
             "tops_per_w": (ops_per_s / 1e12) / power_w if power_w > 0 else 0.0,
         }
         if not math.isnan(arch.die_mm2):
-            values["area_mm2"] = arch.die_mm2
+            values["area_mm2"] = arch.die_mm2 * max(1, int(getattr(arch, "gpus", 1)))
         info = {
             "mapper": mapping.mapper,
             "gpu": arch.gpu,
@@ -185,10 +219,14 @@ class GpuModel:
             "kernels": kernels,
             "fused_ops": mapping.solver.get("fused_ops", 0),
             "exact": True,
+            "calibration": arch.calibration,
+            "execution": arch.execution,
+            "gpus": arch.gpus,
             "notes": [
                 ENERGY_NOTE,
                 "elementwise ops after a GEMM run in its epilogue; softmax/layernorm are separate kernels",
-                f"{kernels} kernels x {arch.launch_us:g} us launch gap",
+                f"{kernels} kernels x {arch.launch_us:.3g} us device fixed cost ({arch.execution} execution)",
+                f"tuning constants: {arch.calibration}",
             ],
         }
         return Metrics(values=values, energy_breakdown_pj=totals, layers=layers, info=info)

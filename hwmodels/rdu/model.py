@@ -11,6 +11,8 @@ from typing import Any
 
 from hwmodels.base import LayerMetrics, Metrics
 from hwmodels.rdu.cost import plan_cost, rdu_area_mm2
+from hwmodels.rdu.node import link_ps, throughput_factor
+from hwmodels.rdu.serving import serving_metrics
 from mappers.base import Mapping
 from mappers.rdu.problem import build_problem
 from templates.rdu import RduArch
@@ -25,16 +27,18 @@ class RduModel:
         problem = build_problem(mapping.graph, arch, mapping.solver.get("objective_name", "latency"))
         plan = mapping.solver["plan"]
         cost = plan_cost(problem, plan)
-        seconds = cost.latency_ps * 1e-12
+        link, link_parts = link_ps(mapping.graph, arch)
+        seconds = (cost.latency_ps + link) * 1e-12
+        in_flight = throughput_factor(arch)
         clock_hz = arch.clock_mhz * 1e6
-        area = rdu_area_mm2(arch)
+        area = {k: v * arch.sockets for k, v in rdu_area_mm2(arch).items()}
         energy_pj = {k: v / 1000 for k, v in cost.energy_parts_fj.items()}
         energy_mj = sum(energy_pj.values()) * 1e-9
         latency_ms = seconds * 1e3
-        peak = arch.peak_tflops * 1e12
+        peak = arch.peak_tflops * 1e12 * arch.sockets
         flops = mapping.graph.flops
         busy = sum(s.pcus * (s.seconds_ps + problem.reconfig_ps) for s in cost.sections)
-        pcu_occupancy = busy / (arch.pcus * cost.latency_ps) if cost.latency_ps else 0.0
+        pcu_occupancy = busy / (problem.arch.pcus * cost.latency_ps) if cost.latency_ps else 0.0
         power_w = energy_mj * 1e-3 / seconds if seconds > 0 else 0.0
         section_of = {i: s for s, sec in enumerate(cost.sections) for i in range(sec.first, sec.last + 1)}
         layers = []
@@ -65,7 +69,9 @@ class RduModel:
         values = {
             "latency_ms": latency_ms,
             "latency_cycles": seconds * clock_hz,
-            "throughput_ips": int(mapping.graph.meta.get("batch", 1) or 1) / seconds if seconds > 0 else 0.0,
+            "throughput_ips": in_flight * int(mapping.graph.meta.get("batch", 1) or 1) / seconds
+            if seconds > 0
+            else 0.0,
             "energy_mj": energy_mj,
             "edp": energy_mj * latency_ms,
             "area_mm2": area["total"],
@@ -73,6 +79,7 @@ class RduModel:
             "utilization": flops / (peak * seconds) if seconds > 0 else 0.0,
             "dram_mb": (cost.traffic["hbm"] + cost.traffic["ddr"]) / 1e6,
             "tops_per_w": (flops / seconds / 1e12) / power_w if power_w > 0 else 0.0,
+            **serving_metrics(problem, plan.tiers, seconds, in_flight),
         }
         info = {
             "mapper": mapping.mapper,
@@ -84,6 +91,9 @@ class RduModel:
             "ddr_mb": cost.traffic["ddr"] / 1e6,
             "sram_resident_mb": cost.sram_resident_bytes / 1e6,
             "reconfig_ms": problem.reconfig_ps * len(cost.sections) * 1e-9,
+            "sockets": arch.sockets,
+            "parallelism": arch.parallelism,
+            "link_ms": {k: v * 1e-9 for k, v in link_parts.items()},
             "area_breakdown_mm2": area,
             "solver": {k: v for k, v in mapping.solver.items() if k != "plan"},
             "feasible": cost.feasible,

@@ -117,10 +117,21 @@ class LoweredGemm:
     N: int  # filters (output columns)
     count: int
     geometry: ConvGeometry
+    # SCALE-Sim sparse mode where the N:M pattern cuts across input channels (``hwmodels.systolic.sparse``):
+    # (n, m) such that window column j of this condensed GEMM is window (j // n) * m + j % n of the geometry.
+    window_pattern: tuple[int, int] | None = None
 
     @property
     def macs(self) -> int:
         return self.M * self.K * self.N * self.count
+
+
+def original_window(window: np.ndarray, pattern: tuple[int, int] | None) -> np.ndarray:
+    """The geometry's window index of a condensed GEMM's window column (identity when dense)."""
+    if pattern is None:
+        return window
+    n, m = pattern
+    return (window // n) * m + window % n
 
 
 def spatial_axes(m: Any, k: Any, n: Any, dataflow: str) -> tuple[Any, Any, Any]:

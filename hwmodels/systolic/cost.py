@@ -18,7 +18,9 @@ lowered GEMM (``hwmodels.systolic.compute``), the fold counts and the SRAM sizes
   partial sums once per row fold, as SCALE-Sim does). The ofmap SRAM drains its passive half
   (``words/2``) when the active half fills; what is left drains after the last fold (the tail).
 * **Total cycles** — initial fill of the read SRAMs (the prefetch before cycle 0) + compute (+ DRAM
-  stalls) + ofmap tail, SCALE-Sim's "Total Cycles (incl. prefetch)".
+  stalls) + ofmap tail, SCALE-Sim's "Total Cycles (incl. prefetch)". Under ``unlimited`` (CALC) the tail
+  is SCALE-Sim's write buffer replayed drain by drain (``memory.calc_ofmap_tail``): a half drained near the
+  end runs past the last fold. The other modes keep the closed form (their drain shares the DRAM rate).
 
 DRAM stalls follow ``arch.dram_mode`` (see ``templates.systolic``): ``unlimited`` = SCALE-Sim CALC
 (no stall; fill at ``dram_words_per_cycle``, ofmap drain at ``cols`` words/cycle), ``per_operand`` =
@@ -49,7 +51,15 @@ import numpy as np
 
 from dse.graph import Op
 from hwmodels.systolic.compute import LoweredGemm, array_sram_reads, array_writes, fold_cycles, folds, spatial_dims
-from hwmodels.systolic.memory import epoch_words, fill_cycles_unlimited, filter_dram_reads, ifmap_dram_reads, ofmap_tail
+from hwmodels.systolic.memory import (
+    OfmapWriteProfile,
+    calc_ofmap_tail,
+    epoch_words,
+    fill_cycles_unlimited,
+    filter_dram_reads,
+    ifmap_dram_reads,
+    ofmap_tail,
+)
 from hwmodels.systolic.scalesim_calc import calc_dram_reads
 from hwmodels.systolic.user_mode import user_mode_traffic
 from templates.systolic import SystolicArch
@@ -82,11 +92,15 @@ class GemmCost:
         return self.total_cycles - 1
 
 
-def gemm_cost(gemm: LoweredGemm, arch: SystolicArch, write_output: bool = True) -> GemmCost:
+def gemm_cost(
+    gemm: LoweredGemm, arch: SystolicArch, write_output: bool = True, read_input: bool = True, read_filter: bool = True
+) -> GemmCost:
     """Everything SCALE-Sim reports for one layer, for all ``gemm.count`` copies run back to back.
 
     ``write_output=False`` is a fused producer (``OpMapping.resident_output``): its ofmap stays on
     chip for the op fused into it, so nothing is written to DRAM and there is no drain.
+    ``read_input=False`` / ``read_filter=False``: that operand is already on chip (a fused or
+    transferred input, weights kept from an earlier tile), so it costs no DRAM reads, fill or stall.
     """
     rows, cols, df = arch.rows, arch.cols, arch.dataflow
     sr, sc, t = spatial_dims(gemm, df)
@@ -102,7 +116,11 @@ def gemm_cost(gemm: LoweredGemm, arch: SystolicArch, write_output: bool = True) 
         if_reads, f_reads = float(if_exact), float(f_exact)
     else:
         if_reads = ifmap_dram_reads(gemm, df, rows, cols, epoch_words(words_if, min_set_words=1))
+        if gemm.window_pattern is not None:  # N:M across channels: the dense geometry's share of it
+            g = gemm.geometry
+            if_reads *= gemm.K / (g.R * g.S * g.C)
         f_reads = float(filter_dram_reads(gemm, df, rows, cols, epoch_words(words_f, min_set_words=1)))
+    if_reads, f_reads = (if_reads if read_input else 0.0), (f_reads if read_filter else 0.0)
     emitted = float(array_writes(gemm.M, gemm.N, rf, df))
     of_writes = emitted if write_output else 0.0
 
@@ -117,13 +135,16 @@ def gemm_cost(gemm: LoweredGemm, arch: SystolicArch, write_output: bool = True) 
     fill_f = fill_cycles_unlimited(f_reads, words_f, first_f, bw)
     drain_bw = cols if mode == "unlimited" else bw
     tail, _ = ofmap_tail(of_writes, words_of, drain_bw)
+    if mode == "unlimited" and of_writes:  # SCALE-Sim CALC: a drain triggered near the end runs past it
+        tail = float(calc_ofmap_tail(OfmapWriteProfile.of(gemm, df, rows, cols), words_of, cols))
     # words of each stream moved while the array runs (the fill and the tail are outside it)
     during_if = max(0.0, if_reads - min(if_reads, fill_if * bw))
     during_f = max(0.0, f_reads - min(f_reads, fill_f * bw))
     during_of = max(0.0, of_writes - tail * drain_bw)
-    if mode == "per_operand" and df in ("os", "ws"):
+    if mode == "per_operand" and df in ("os", "ws") and gemm.window_pattern is None:
         user = user_mode_traffic(gemm, arch)
-        if_reads, f_reads = user.ifmap_dram_reads, user.filter_dram_reads
+        if_reads = user.ifmap_dram_reads if read_input else 0.0
+        f_reads = user.filter_dram_reads if read_filter else 0.0
         fill = float(user.fill_cycles)
         busy = max(float(lines + user.read_stall_cycles), during_of / bw)
     elif mode == "unlimited":

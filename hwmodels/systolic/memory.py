@@ -14,9 +14,11 @@ when the active half fills; what is left drains after the last fold (the tail).
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 
-from hwmodels.systolic.compute import ConvGeometry, LoweredGemm, folds, spatial_dims
+from hwmodels.systolic.compute import ConvGeometry, LoweredGemm, fold_cycles, folds, spatial_dims
 
 # SCALE-Sim's read SRAMs keep half the capacity active (``active_buf_frac = 0.5``) and track it in
 # 100 sets; the ofmap SRAM drains its other half at once.
@@ -142,3 +144,142 @@ def ofmap_tail(writes: float, sram_words: int, drain_words_per_cycle: float) -> 
     drains = max(0, math.floor((writes - 1) / half)) if writes > 0 else 0
     left = writes - drains * half
     return math.ceil(left / drain_words_per_cycle), drains
+
+
+# ---------------------------------------------------------------------------------------------------
+# SCALE-Sim CALC's ofmap write buffer, event by event (``memory/write_buffer.py``)
+# ---------------------------------------------------------------------------------------------------
+def _ramp_sum(v: int, width: int) -> int:
+    """sum over j < width of max(0, v - j)."""
+    n = min(width, max(0, v))
+    return n * v - n * (n - 1) // 2
+
+
+@dataclass(frozen=True)
+class OfmapWriteProfile:
+    """When the array writes its ofmap, as SCALE-Sim's ofmap demand matrix lays it out: folds of
+    ``fold_lines`` cycles run column fold by column fold (row folds inside); in a fold, active column
+    j (of ``width``) writes one word per cycle on lines [offset + j, offset + j + duration)."""
+
+    dataflow: str
+    m: int
+    n: int
+    rows: int
+    cols: int
+    row_folds: int
+    col_folds: int
+    t: int  # the streamed dimension
+    fold_lines: int
+
+    @classmethod
+    def of(cls, gemm: LoweredGemm, dataflow: str, rows: int, cols: int) -> OfmapWriteProfile:
+        sr, sc, t = spatial_dims(gemm, dataflow)
+        rf, cf = folds(sr, sc, rows, cols)
+        return cls(dataflow, gemm.M, gemm.N, rows, cols, rf, cf, t, fold_cycles(t, rows, cols, dataflow))
+
+    @property
+    def lines(self) -> int:
+        return self.row_folds * self.col_folds * self.fold_lines
+
+    def _shape(self, fc: int, fr: int) -> tuple[int, int, int]:
+        """(offset, duration, width) of fold (fc, fr)."""
+        sc = self.n if self.dataflow in ("os", "ws") else self.m
+        width = min(self.cols, sc - fc * self.cols)
+        if self.dataflow == "os":  # outputs leave after the T-cycle reduction, bottom row first
+            height = min(self.rows, self.m - fr * self.rows)
+            return self.t - 1 + self.rows - height, height, width
+        return 2 * self.rows - 1, self.t, width  # ws/is: after the stationary operand's load
+
+    def _before(self, fc: int, fr: int) -> int:
+        """Words written by the folds before (fc, fr)."""
+        offset, duration, width = self._shape(fc, fr)
+        if self.dataflow == "os":
+            return fc * self.m * self.cols + min(fr * self.rows, self.m) * width
+        return fc * self.row_folds * self.t * self.cols + fr * self.t * width
+
+    def written_through(self, line: int) -> int:
+        """Words written on lines 0..line."""
+        if line < 0:
+            return 0
+        f = min(line // self.fold_lines, self.row_folds * self.col_folds - 1)
+        fc, fr = divmod(f, self.row_folds)
+        offset, duration, width = self._shape(fc, fr)
+        u = min(line - f * self.fold_lines, self.fold_lines - 1) - offset + 1
+        return self._before(fc, fr) + _ramp_sum(u, width) - _ramp_sum(u - duration, width)
+
+    def line_of(self, word: int) -> int:
+        """The line on which the ``word``-th word (1-based) is written."""
+        lo, hi = 0, self.lines - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.written_through(mid) >= word:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+
+# Beyond this many drains the replay is skipped: a drain past the end then adds < 1/REPLAY_DRAINS of the
+# layer's cycles, so ``ofmap_tail``'s closed form is as good.
+REPLAY_DRAINS = 4096
+
+
+@functools.lru_cache(maxsize=65536)
+def calc_ofmap_tail(profile: OfmapWriteProfile, sram_words: int, drain_words_per_cycle: int) -> int:
+    """Cycles from the array's last demand line to SCALE-Sim CALC's last ofmap DRAM write, less one
+    (the ``tail`` of ``GemmCost``; ``ofmap_tail``'s first element where no drain runs past the end).
+
+    SCALE-Sim's write buffer stores words in lines of ``drain_words_per_cycle``; when a word arrives
+    with no drain running and more than the drain half (``words - ceil(words/2)``) held, it closes the
+    open line and drains the next ceil(half / bw) lines, one per cycle from that word's cycle; after the
+    last demand line it drains what is left. A drain triggered near the end therefore runs past it.
+    This replays those drains event by event (one step per drain, O(drains x log lines)).
+    """
+    writes = profile.written_through(profile.lines - 1)
+    if writes <= 0:
+        return 0
+    half = sram_words - math.ceil(sram_words / 2)
+    if writes / max(1, half) > REPLAY_DRAINS:
+        return int(ofmap_tail(writes, sram_words, drain_words_per_cycle)[0])
+    per_drain = math.ceil(half / drain_words_per_cycle)
+    segments: list[int] = []  # words of each closed run of lines (a drain closes the open line)
+    closed = drained = 0
+    seg, seg_line = 0, 0  # first line not yet drained: segment and line inside it
+    drain_end = 0
+    last_end = -1
+
+    def take(lines_wanted: int) -> tuple[int, int]:
+        """Drain up to ``lines_wanted`` lines: (lines, words SCALE-Sim credits back). It credits every
+        line as full except the last one's empty slots, so a short line closed by an earlier drain counts
+        full when it is not last (the buffer then believes it holds fewer words than it does)."""
+        nonlocal seg, seg_line
+        taken = last_size = 0
+        while taken < lines_wanted and seg < len(segments):
+            size = segments[seg]
+            seg_lines = math.ceil(size / drain_words_per_cycle)
+            got = min(lines_wanted - taken, seg_lines - seg_line)
+            end_line = seg_line + got
+            last_size = min(size, end_line * drain_words_per_cycle) - (end_line - 1) * drain_words_per_cycle
+            taken += got
+            seg_line = end_line
+            if seg_line >= seg_lines:
+                seg, seg_line = seg + 1, 0
+        return taken, (taken - 1) * drain_words_per_cycle + last_size if taken else 0
+
+    while True:
+        word = max(profile.written_through(drain_end - 1) + 1, drained + half + 1)
+        if word > writes:
+            break
+        line = profile.line_of(word)
+        segments.append(word - closed)
+        closed = word
+        lines, words = take(per_drain)
+        drained += words
+        drain_end = line + lines - 1
+        last_end = drain_end
+    if writes > closed:
+        segments.append(writes - closed)
+    left, _ = take(1 << 62)
+    last_line = profile.lines - 1
+    stop = max(last_end, last_line + left - 1 if left else last_end)
+    return stop - last_line

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 from dse.graph import Op
 from hwmodels.base import LayerMetrics, Metrics
-from hwmodels.systolic.compute import LoweredGemm
+from hwmodels.systolic.compute import LoweredGemm, compute_cycles
 from hwmodels.systolic.cost import gemm_cost, vector_op_cost
-from hwmodels.systolic.pricing import Prices, design_prices
+from hwmodels.systolic.pricing import Prices, design_prices, gemm_energy_pj, vector_energy_pj
+from hwmodels.systolic.sparse import SparseLowering, sparse_mac_energy_pj
 from mappers.base import Mapping, OpMapping
 from templates.systolic import SystolicArch
 
@@ -196,6 +197,11 @@ def _arch_key(arch: SystolicArch) -> tuple:
         arch.vector_lanes,
         arch.dram_mode,
         arch.scratchpad,
+        arch.sparsity_support,
+        arch.sparse_rep,
+        arch.sparsity_optimized_mapping,
+        arch.sparsity_block_size,
+        arch.sparse_mac,
     )
 
 
@@ -204,7 +210,14 @@ def _mapping_key(op: Op, om: OpMapping, mapping: Mapping) -> tuple:
     tensors = mapping.graph.tensors
     sizes = tuple(tensors[t].numel for t in (*op.inputs, *op.weights, *op.outputs))
     resident = tuple(t in om.resident_inputs for t in op.inputs)
-    base = (sizes, resident, om.resident_output, bool(om.extra.get("fused_into")), om.extra.get("unit"))
+    base = (
+        sizes,
+        resident,
+        om.resident_output,
+        bool(om.extra.get("fused_into")),
+        om.extra.get("unit"),
+        om.extra.get("dense_shape_gemm"),  # only the report's before-reshaping utilisation depends on it
+    )
     if not om.extra.get("tiling"):
         return base
     ex = om.extra
@@ -222,9 +235,19 @@ def _mapping_key(op: Op, om: OpMapping, mapping: Mapping) -> tuple:
     )
 
 
+def _pe_utilization(gemm: LoweredGemm, dense_shape: LoweredGemm | None, arch: SystolicArch) -> dict[str, float]:
+    """Stall-free PE utilisation (MACs over PE-cycles of the folds, DRACO's measure) of the GEMM the array runs,
+    and of the op as the workload gave it (dense, unreshaped) where the mapper changed it."""
+    peak = arch.macs_per_cycle
+    out = {"pe_utilization": gemm.macs / (peak * compute_cycles(gemm, arch.rows, arch.cols, arch.dataflow))}
+    if dense_shape is not None:
+        cycles = compute_cycles(dense_shape, arch.rows, arch.cols, arch.dataflow)
+        out["pe_utilization_dense_shape"] = dense_shape.macs / (peak * cycles)
+    return out
+
+
 def _fold_core(op: Op, om: OpMapping, mapping: Mapping, arch: SystolicArch, prices: Prices) -> _LayerCore:
     """One layer under the fold mapper: SCALE-Sim's figures (module docstring)."""
-    e_mac, e_alu, e_sram, e_sram_vec, tech = prices.e_mac, prices.e_alu, prices.e_sram, prices.e_sram_vec, prices.tech
     peak, wb = arch.macs_per_cycle, arch.word_bytes
     if om.extra.get("unit") == "array":
         gemm: LoweredGemm = om.extra["gemm"]
@@ -235,13 +258,14 @@ def _fold_core(op: Op, om: OpMapping, mapping: Mapping, arch: SystolicArch, pric
         # SRAM: array-side accesses plus the DRAM fills (writes) and ofmap drains (reads)
         sram_rd = (cost.ifmap_sram_reads + cost.filter_sram_reads + cost.ofmap_dram_writes) * wb
         sram_wr = (cost.ofmap_sram_writes + cost.ifmap_dram_reads + cost.filter_dram_reads) * wb
-        e_s = (
-            (cost.ifmap_sram_reads + cost.ifmap_dram_reads) * wb * e_sram["ifmap"]
-            + (cost.filter_sram_reads + cost.filter_dram_reads) * wb * e_sram["filter"]
-            + (cost.ofmap_sram_writes + cost.ofmap_dram_writes) * wb * e_sram["ofmap"]
-        )
         macs = gemm.macs
-        breakdown = {"mac": macs * e_mac, "sram": e_s, "dram": tech.dram_energy_pj(rd + wr), "vector": 0.0}
+        breakdown = gemm_energy_pj(cost, macs, prices, wb)
+        sparse: SparseLowering | None = om.extra.get("sparse")
+        sparse_extra: dict = {}
+        if sparse is not None:
+            rd, sram_rd, sram_wr, sparse_extra = _sparse_charges(
+                sparse, cost, prices, wb, rd, sram_rd, sram_wr, breakdown
+            )
         compute = float(cost.compute_cycles)
         stall = cycles - compute
         util = macs / (peak * cycles) if cycles else 0.0
@@ -255,6 +279,8 @@ def _fold_core(op: Op, om: OpMapping, mapping: Mapping, arch: SystolicArch, pric
             "ofmap_dram_writes": cost.ofmap_dram_writes,
             "row_folds": cost.row_folds,
             "col_folds": cost.col_folds,
+            **sparse_extra,
+            **_pe_utilization(gemm, om.extra.get("dense_shape_gemm"), arch),
         }
     else:
         busy, rd_words, wr_words = vector_op_cost(op, arch, _tensor_words(op, mapping))
@@ -265,12 +291,7 @@ def _fold_core(op: Op, om: OpMapping, mapping: Mapping, arch: SystolicArch, pric
         sram_rd, sram_wr = rd, wr
         macs = 0
         util = 0.0
-        breakdown = {
-            "mac": 0.0,
-            "sram": (rd + wr) * e_sram_vec,
-            "dram": tech.dram_energy_pj(rd + wr),
-            "vector": op.flops * e_alu,
-        }
+        breakdown = vector_energy_pj(op.flops, rd, wr, prices)
         extra = {"unit": "vector"}
         fused_into = om.extra.get("fused_into")
         if fused_into:
@@ -282,6 +303,30 @@ def _fold_core(op: Op, om: OpMapping, mapping: Mapping, arch: SystolicArch, pric
     return _LayerCore(
         cycles, compute, stall, macs, util, rd, wr, sram_rd, sram_wr, tuple(breakdown.items()), tuple(extra.items())
     )
+
+
+def _sparse_charges(
+    low: SparseLowering, cost, prices: Prices, wb: int, rd: float, sram_rd: float, sram_wr: float, breakdown: dict
+) -> tuple[float, float, float, dict]:
+    """A sparse op's MAC energy (gated / skipped / decoded) and its filter's format: every filter word the
+    array streams carries its share of the metadata (and, run dense, the compressed form replaces it),
+    through DRAM and the filter SRAM. Returns the new DRAM read and SRAM bytes and the report fields."""
+    per_word = low.filter_bytes_per_word(wb)
+    dram_delta = cost.filter_dram_reads * (per_word - wb)
+    sram_read_delta = cost.filter_sram_reads * (per_word - wb)
+    breakdown["mac"] = sparse_mac_energy_pj(low, prices.e_mac)
+    breakdown["sram"] += (sram_read_delta + dram_delta) * prices.e_sram["filter"]
+    # the delta is negative where a format stores less than the streamed words (optimized mapping's padding)
+    breakdown["dram"] += math.copysign(prices.tech.dram_energy_pj(abs(dram_delta)), dram_delta)
+    extra = {
+        "sparsity": low.pattern.label,
+        "sparse_mac": low.mode,
+        "dense_macs": low.dense.macs,
+        "effectual_macs": low.effectual_macs,
+        "filter_metadata_bits": low.storage.metadata_bits * low.dense.count,
+        "filter_dram_bytes": cost.filter_dram_reads * per_word,
+    }
+    return rd + dram_delta, sram_rd + sram_read_delta, sram_wr + dram_delta, extra
 
 
 def _tiled_core(op: Op, om: OpMapping, arch: SystolicArch, prices: Prices) -> _LayerCore:

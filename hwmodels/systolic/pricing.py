@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwmodels.catalogs.tech import TechNode, get_tech
+from hwmodels.systolic.cost import GemmCost
+from hwmodels.systolic.sparse import sparse_area_fraction
 from templates.systolic import PRECISIONS, SystolicArch
 
 # Area of what is neither PE, SRAM nor vector lane (control, the DRAM PHY/controller, clock tree,
@@ -70,6 +72,8 @@ def systolic_area_mm2(arch: SystolicArch) -> dict[str, float]:
         else sum(tech.sram_area_mm2(kib) for kib in (arch.ifmap_sram_kib, arch.filter_sram_kib, arch.ofmap_sram_kib)),
         "vector": arch.vector_lanes * tech.alu_area_mm2(arch.bits, fmt),
     }
+    if arch.sparsity_support:  # zero gates, N:M muxes, intersection logic (hwmodels.catalogs.sparse)
+        parts["sparse"] = parts["pe_array"] * sparse_area_fraction(arch)
     parts["overhead"] = INTEGRATION_OVERHEAD * sum(parts.values())
     return parts
 
@@ -147,3 +151,30 @@ def sram_pj_per_byte(tech: tuple[np.ndarray, list[str]], kib: np.ndarray) -> np.
         mask = codes == code
         out[mask] = get_tech(name).sram_energy_pj_per_byte(kib[mask])
     return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Charges: access counts x these prices (the systolic model per layer, the multicore mapper per task)
+# ---------------------------------------------------------------------------------------------------
+def gemm_energy_pj(cost: GemmCost, macs: int, prices: Prices, word_bytes: int) -> dict[str, float]:
+    """Energy (pJ, before leakage) of one lowered GEMM: MACs, the SRAM accesses of the array plus every
+    DRAM fill and drain through its SRAM, and the DRAM bytes."""
+    wb, e_sram = word_bytes, prices.e_sram
+    dram_bytes = (cost.ifmap_dram_reads + cost.filter_dram_reads + cost.ofmap_dram_writes) * wb
+    sram = (
+        (cost.ifmap_sram_reads + cost.ifmap_dram_reads) * wb * e_sram["ifmap"]
+        + (cost.filter_sram_reads + cost.filter_dram_reads) * wb * e_sram["filter"]
+        + (cost.ofmap_sram_writes + cost.ofmap_dram_writes) * wb * e_sram["ofmap"]
+    )
+    return {"mac": macs * prices.e_mac, "sram": sram, "dram": prices.tech.dram_energy_pj(dram_bytes), "vector": 0.0}
+
+
+def vector_energy_pj(flops: int, read_bytes: float, write_bytes: float, prices: Prices) -> dict[str, float]:
+    """Energy (pJ, before leakage) of one op on the SIMD unit: ALU work, staging SRAM and DRAM bytes."""
+    moved = read_bytes + write_bytes
+    return {
+        "mac": 0.0,
+        "sram": moved * prices.e_sram_vec,
+        "dram": prices.tech.dram_energy_pj(moved),
+        "vector": flops * prices.e_alu,
+    }

@@ -34,7 +34,7 @@ import functools
 
 import numpy as np
 
-from hwmodels.systolic.compute import LoweredGemm, folds, im2col_address, spatial_dims
+from hwmodels.systolic.compute import LoweredGemm, folds, im2col_address, original_window, spatial_dims
 from hwmodels.systolic.memory import epoch_words
 from templates.systolic import SystolicArch
 
@@ -71,7 +71,8 @@ def demand_streams(gemm: LoweredGemm, rows: int, cols: int, dataflow: str) -> tu
     def ifmap(pixel: np.ndarray, window: np.ndarray, ok: np.ndarray) -> np.ndarray:
         pixel, window = np.broadcast_arrays(pixel, window)
         ok = np.broadcast_to(ok, pixel.shape)
-        return np.where(ok, im2col_address(g, np.where(ok, pixel, 0), np.where(ok, window, 0)), -1)
+        window = original_window(np.where(ok, window, 0), gemm.window_pattern)
+        return np.where(ok, im2col_address(g, np.where(ok, pixel, 0), window), -1)
 
     def filt(window: np.ndarray, n: np.ndarray, ok: np.ndarray) -> np.ndarray:
         window, n = np.broadcast_arrays(window, n)
@@ -211,6 +212,8 @@ def _closed_form_ifmap(gemm: LoweredGemm, rows: int, cols: int, dataflow: str, s
     passes = 1 if dataflow == "is" else cf  # os/ws stream the im2col once per column fold
     distinct, refs = g.unique_inputs, g.references * passes
     epoch = epoch_words(sram_words)
+    if gemm.window_pattern is not None:  # a pattern across channels: the geometry's counts do not apply
+        return None
     if epoch == 0 or distinct < epoch or refs == distinct:
         return distinct
     return None

@@ -7,6 +7,7 @@ problem always gives the same model and, with the deterministic limits below, th
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -69,19 +70,37 @@ class SectionModel:
 
 
 def solve_sections(
-    problem: SectionProblem, time_limit_s: float = 10.0, workers: int = 1, hint: Plan | None = None
+    problem: SectionProblem,
+    time_limit_s: float = 10.0,
+    workers: int = 1,
+    hint: Plan | None = None,
+    wall_limit_s: float | None = None,
+    lower_bound: float = 0.0,
+    fixed_cuts: Sequence[bool] | None = None,
 ) -> SectionSolution:
-    """Cuts, allocation and tiers in one CP-SAT model; falls back to the hint (gap reported) on a timeout."""
+    """Cuts, allocation and tiers in one CP-SAT model; falls back to the hint (gap reported) on a timeout.
+
+    ``time_limit_s`` is CP-SAT's deterministic time (reproducible), ``wall_limit_s`` a wall-clock backstop
+    (default 4 x); ``lower_bound`` (a proven bound on the objective, e.g. ``mappers.rdu.bound``'s) is added
+    as a constraint and reported when it beats the solver's own. ``fixed_cuts`` pins the section starts
+    (allocation and tiers only: a much smaller search, used to polish a plan's cuts); its bound then holds
+    for those cuts only and is not reported as the problem's."""
     started = time.perf_counter()
     weights = objective_weights(problem, plan_cost(problem, unfused_plan(problem)))
     base_cost, baseline = _best_candidate(problem, weights, hint)
     model = _decision_variables(problem)
+    if fixed_cuts is not None:
+        for start, fixed in zip(model.starts, fixed_cuts):
+            model.m.Add(start == int(bool(fixed)))
     terms, energy_terms, resident_terms = _traffic_terms(model)
     _limit_section_resources(model, resident_terms)
     section_ps, fills = _section_times(model, terms)
     _set_objective(model, section_ps, fills, terms, energy_terms, weights)
+    if lower_bound > 0 and problem.objective == "latency":
+        model.m.Add(sum(section_ps) + problem.reconfig_ps * sum(model.starts) >= int(math.floor(lower_bound)))
     _hint(model, baseline)
-    solver, status = _solve(model, time_limit_s, workers)
+    wall = 4.0 * float(time_limit_s) if wall_limit_s is None else float(wall_limit_s)
+    solver, status = _solve(model, time_limit_s, workers, wall)
     seconds = time.perf_counter() - started
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if status == cp_model.INFEASIBLE:
@@ -89,10 +108,12 @@ def solve_sections(
         info = {
             "status": "FEASIBLE",
             "value": float(base_cost.objective(problem.objective, weights)),
-            "bound": float(solver.BestObjectiveBound()),
-            "gap": 1.0,
+            "bound": float(lower_bound),
+            "gap": max(
+                0.0, 1.0 - float(lower_bound) / max(1.0, float(base_cost.objective(problem.objective, weights)))
+            ),
             "seconds": seconds,
-            "note": f"CP-SAT found no solution in {time_limit_s:g} s ({solver.StatusName(status)}); unfused plan",
+            "note": f"CP-SAT found no solution in {time_limit_s:g} s ({solver.StatusName(status)}); best plan kept",
         }
         return SectionSolution(baseline, base_cost, info)
     plan = _read_plan(model, solver)
@@ -102,10 +123,12 @@ def solve_sections(
         plan, cost = baseline, base_cost  # the hint was better than what the time limit let CP-SAT reach
         note = "the heuristic hint beat the solver's incumbent within the time limit"
     value = float(cost.objective(problem.objective, weights))  # exact: plan_cost, not the solver's slack
-    bound = float(solver.BestObjectiveBound())
-    gap = 0.0 if status == cp_model.OPTIMAL and not note else max(0.0, (value - bound) / max(abs(value), 1.0))
+    own_bound = float(solver.BestObjectiveBound()) if fixed_cuts is None else 0.0
+    bound = max(own_bound, float(lower_bound))
+    optimal = (status == cp_model.OPTIMAL and not note and fixed_cuts is None) or value <= bound
+    gap = 0.0 if optimal else max(0.0, (value - bound) / max(abs(value), 1.0))
     info = {
-        "status": solver.StatusName(status),
+        "status": "OPTIMAL" if optimal else "FEASIBLE",
         "value": value,
         "bound": bound,
         "gap": gap,
@@ -279,13 +302,13 @@ def _hint(model: SectionModel, baseline: Plan) -> None:
             m.AddHint(model.tier_var[item.name, tier], int(baseline.tiers[item.name] == tier))
 
 
-def _solve(model: SectionModel, time_limit_s: float, workers: int) -> tuple[cp_model.CpSolver, int]:
+def _solve(model: SectionModel, time_limit_s: float, workers: int, wall_s: float) -> tuple[cp_model.CpSolver, int]:
     solver = cp_model.CpSolver()
     # Same spec + seed must give the same schedule: the limit is CP-SAT's deterministic time (work units,
     # about a second each) and the workers are interleaved deterministically; the wall-clock limit is
     # only a backstop against a pathological model.
     solver.parameters.max_deterministic_time = float(time_limit_s)
-    solver.parameters.max_time_in_seconds = 4.0 * float(time_limit_s)
+    solver.parameters.max_time_in_seconds = max(0.01, float(wall_s))
     solver.parameters.num_workers = max(1, int(workers))
     solver.parameters.interleave_search = True
     solver.parameters.random_seed = 0

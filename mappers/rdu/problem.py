@@ -17,6 +17,7 @@ from hwmodels.rdu.cost import (
     op_chunks,
     op_cycles,
 )
+from hwmodels.rdu.node import node_view
 from mappers.base import MappingError
 from templates.rdu import RduArch
 
@@ -58,6 +59,7 @@ def _alloc_options(op: Op, graph: Graph, arch: RduArch) -> list[AllocOption]:
 
 def build_problem(graph: Graph, arch: RduArch, objective: str = "latency") -> SectionProblem:
     """The section-mapping problem of ``graph`` on ``arch``; raises MappingError for what cannot fit."""
+    arch = node_view(arch)  # a multi-socket node as the one socket whose section problem is the node's
     if objective not in OBJECTIVES:
         raise MappingError(f"unknown objective {objective!r}; allowed: {', '.join(OBJECTIVES)}")
     if not graph.ops:

@@ -42,6 +42,7 @@ from mappers.systolic.tiling import pareto_front
 from templates.systolic import SystolicArch
 
 _SCHEDULE_CACHE_SIZE = 256
+MAX_LIMIT_S = 86_400.0  # a day: any longer limit is a typo, and CP-SAT would be left to run unbounded
 _schedule_cache: OrderedDict[tuple, Schedule] = OrderedDict()
 
 
@@ -51,20 +52,25 @@ class CpSatMapper:
 
     name: str = "cpsat"
     objective: str = "dram"
-    time_limit_s: float = 10.0
+    time_limit_s: float = 10.0  # CP-SAT deterministic time per point (reproducible: same spec, same schedule)
     workers: int = 1  # one CP-SAT worker: deterministic and, measured, fastest on these models
     use_cache: bool = True
+    wall_time_limit_s: float = 0.0  # wall-clock backstop per point; 0: 4 x time_limit_s
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise MappingError(f"unknown objective {self.objective!r}; allowed: {', '.join(OBJECTIVES)}")
+        for name, value in (("time_limit_s", self.time_limit_s), ("wall_time_limit_s", self.wall_time_limit_s or 1)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_LIMIT_S:
+                raise MappingError(f"{name} must be a number of seconds in (0, {MAX_LIMIT_S:g}], got {value!r}")
 
     def map(self, graph: Graph, arch: SystolicArch) -> Mapping:
         problem = build_problem(graph, arch, self.objective)
-        key = (graph_fingerprint(graph), problem.target, problem.model, self.time_limit_s, self.workers)
+        limits = (self.time_limit_s, self.wall_time_limit_s)
+        key = (graph_fingerprint(problem.graph), problem.target, problem.model, limits, self.workers)
         schedule = _schedule_cache.get(key) if self.use_cache else None
         if schedule is None:
-            schedule = solve(problem, self.time_limit_s, self.workers)
+            schedule = solve(problem, self.time_limit_s, self.workers, self.wall_time_limit_s or None)
             if self.use_cache:
                 _schedule_cache[key] = schedule
                 while len(_schedule_cache) > _SCHEDULE_CACHE_SIZE:
@@ -93,9 +99,12 @@ def _fingerprint(ops: tuple, tensors: tuple) -> int:
     return hash((ops, tensors))
 
 
-def solve(problem: Problem, time_limit_s: float = 10.0, workers: int = 1) -> Schedule:
+def solve(
+    problem: Problem, time_limit_s: float = 10.0, workers: int = 1, wall_time_limit_s: float | None = None
+) -> Schedule:
     """Solve ``problem``; the schedule's info says OPTIMAL or FEASIBLE, with the objective, the proven
-    bound and the relative gap.
+    bound and the relative gap (FEASIBLE: a limit stopped the search; ``limit_hit`` says so). ``time_limit_s``
+    is CP-SAT's deterministic time, ``wall_time_limit_s`` (default 4 x that) the wall-clock backstop.
 
     Two stages keep it exact and fast. The slot model decides order, tiles and residency under the
     capacity of every time slot (a relaxation of address packing: live bytes <= capacity); then the
@@ -108,8 +117,9 @@ def solve(problem: Problem, time_limit_s: float = 10.0, workers: int = 1) -> Sch
         hint = greedy_schedule(problem)
     except MappingError:
         hint = None  # some unit fits only with residency: no residency-free schedule to start from
+    wall_s = 4.0 * float(time_limit_s) if wall_time_limit_s is None else float(wall_time_limit_s)
     slot = _SlotModel(problem, hint)
-    solver = _solver(time_limit_s, workers)
+    solver = _solver(time_limit_s, workers, wall_s)
     # CP-SAT's presolve rewrites the one-option-per-unit objective through the residency equalities and
     # loses the per-unit floors; without it ResNet-50's latency model proves OPTIMAL in 0.2 s instead of
     # stalling at a 2 % gap after 30 s (benchmarks/cpsat_bench.py), and no benchmark model gets slower
@@ -121,11 +131,11 @@ def solve(problem: Problem, time_limit_s: float = 10.0, workers: int = 1) -> Sch
         if problem.model.objective in ("dram", "latency"):
             schedule = _break_ties(problem, schedule)
         left = max(0.5, time_limit_s - (time.perf_counter() - started))
-        if place_addresses(problem, schedule, left, workers):
+        if place_addresses(problem, schedule, left, workers, max(0.05, wall_s - (time.perf_counter() - started))):
             schedule.info = _facts(solver, status, started, "slots")
             return schedule
         full = _Model(problem, schedule)
-        solver = _solver(left, workers)
+        solver = _solver(left, workers, max(0.05, wall_s - (time.perf_counter() - started)))
         status = solver.Solve(full.model)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             schedule = full.extract(solver)
@@ -139,7 +149,8 @@ def solve(problem: Problem, time_limit_s: float = 10.0, workers: int = 1) -> Sch
             "status": "FEASIBLE",
             "value": float(hint.score),
             "bound": float(solver.BestObjectiveBound()),
-            "gap": 1.0,
+            "gap": max(0.0, (hint.score - solver.BestObjectiveBound()) / max(abs(hint.score), 1.0)),
+            "limit_hit": True,
             "seconds": time.perf_counter() - started,
             "note": f"CP-SAT found no solution in {time_limit_s:g} s ({name}); greedy schedule returned",
         }
@@ -178,12 +189,13 @@ def _break_ties(problem: Problem, schedule: Schedule) -> Schedule:
     return Schedule(schedule.order, choice, schedule.resident, {}, {}, score=score)
 
 
-def _solver(time_limit_s: float, workers: int) -> cp_model.CpSolver:
+def _solver(time_limit_s: float, workers: int, wall_time_limit_s: float | None = None) -> cp_model.CpSolver:
     solver = cp_model.CpSolver()
     # Deterministic: same spec + seed, same schedule (ties included). The limit is CP-SAT's deterministic
     # time and the workers are interleaved deterministically; wall-clock time is only a backstop.
     solver.parameters.max_deterministic_time = float(time_limit_s)
-    solver.parameters.max_time_in_seconds = 4.0 * float(time_limit_s)
+    wall = 4.0 * float(time_limit_s) if wall_time_limit_s is None else float(wall_time_limit_s)
+    solver.parameters.max_time_in_seconds = wall
     solver.parameters.num_workers = max(1, int(workers))
     solver.parameters.interleave_search = int(workers) > 1
     solver.parameters.random_seed = 0
@@ -199,12 +211,19 @@ def _facts(solver: cp_model.CpSolver, status: int, started: float, model: str) -
         "value": value,
         "bound": bound,
         "gap": gap,
+        "limit_hit": status != cp_model.OPTIMAL,
         "seconds": time.perf_counter() - started,
         "model": model,
     }
 
 
-def place_addresses(problem: Problem, schedule: Schedule, time_limit_s: float = 5.0, workers: int = 1) -> bool:
+def place_addresses(
+    problem: Problem,
+    schedule: Schedule,
+    time_limit_s: float = 5.0,
+    workers: int = 1,
+    wall_time_limit_s: float | None = None,
+) -> bool:
     """Give every resident tensor and staging block of the resident scratchpad an offset, lifetimes fixed.
 
     First fit, longest-lived first; if that overflows, an exact CP-SAT packing (``AddNoOverlap2D`` with
@@ -222,7 +241,7 @@ def place_addresses(problem: Problem, schedule: Schedule, time_limit_s: float = 
             y_iv.append(m.NewFixedSizeIntervalVar(off, size, f"y{i}"))
             vars_.append(off)
         m.AddNoOverlap2D(x_iv, y_iv)
-        solver = _solver(time_limit_s, workers)
+        solver = _solver(time_limit_s, workers, wall_time_limit_s)
         if solver.Solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return False
         offsets = [int(solver.Value(v)) for v in vars_]

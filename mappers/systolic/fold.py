@@ -4,6 +4,9 @@ Every conv/matmul is lowered to a GEMM on operand matrices the way SCALE-Sim bui
 (``compute/operand_matrix.py``; ``lower_op``) and folded onto the array (the dataflow table and the
 fold formulas are in ``hwmodels.systolic.compute``, shared with the tiling mappers and the cost
 model); the other ops run on the vector unit, a unary activation fused into the conv/matmul feeding it.
+On an array with ``sparsity_support`` an N:M-sparse op runs SCALE-Sim's condensed GEMM
+(``hwmodels.systolic.sparse``); the template's workload axes (DRACO) reshape the graph first
+(``hwmodels.systolic.reshape``).
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from dataclasses import dataclass, replace
 
 from dse.graph import Graph, Op, OpKind
 from hwmodels.systolic.compute import ConvGeometry, LoweredGemm, compute_cycles, folds, spatial_dims
+from hwmodels.systolic.reshape import reshape_for_array
+from hwmodels.systolic.sparse import sparse_lowering
 from mappers.base import Mapping, MappingError, OpMapping
 from templates.systolic import SystolicArch
 
@@ -52,10 +57,17 @@ class SystolicFoldMapper:
 
     def map(self, graph: Graph, arch: SystolicArch) -> Mapping:
         rows, cols, dataflow = arch.rows, arch.cols, arch.dataflow
+        original = {op.name: op for op in graph.ops}
+        graph = reshape_for_array(graph, arch)  # DRACO axes; the same graph when they are at their defaults
         ops: dict[str, OpMapping] = {}
         for op in graph.ops:
             if op.kind in ARRAY_KINDS:
                 gemm = lower_op(op)
+                sparse = sparse_lowering(gemm, op.sparsity, arch)
+                if sparse is not None:
+                    gemm = sparse.gemm
+                before = original.get(op.name)
+                changed = sparse is not None or (before is not None and before.dims != op.dims)
                 sr, sc, t = spatial_dims(gemm, dataflow)
                 rf, cf = folds(sr, sc, rows, cols)
                 ops[op.name] = OpMapping(
@@ -72,6 +84,9 @@ class SystolicFoldMapper:
                         "row_folds": rf,
                         "col_folds": cf,
                         "compute_cycles": compute_cycles(gemm, rows, cols, dataflow),
+                        **({"sparse": sparse} if sparse is not None else {}),
+                        # the op as the workload gave it (dense, its own widths): the report's "before" utilisation
+                        **({"dense_shape_gemm": lower_op(before)} if changed and before is not None else {}),
                     },
                 )
             elif op.kind in VECTOR_KINDS:

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dse.graph import Graph, OpKind
+from hwmodels.systolic.reshape import reshape_for_array
+from hwmodels.systolic.sparse import sparse_lowering
 from mappers.base import Buffer, Mapping, MappingError, OpMapping
 from mappers.systolic.fold import lower_op
 from mappers.systolic.nest import ROLE_OUTPUT, ROLE_WEIGHT, TileTarget, Unit, build_units, larger_memory_hint, target_of
@@ -105,7 +107,14 @@ class Problem:
 
 
 def build_problem(graph: Graph, arch: SystolicArch, objective: str = "dram") -> Problem:
-    """Units, their candidates under ``objective`` and the residency-eligible tensors of ``graph`` on ``arch``."""
+    """Units, their candidates under ``objective`` and the residency-eligible tensors of ``graph`` on ``arch``.
+
+    The template's workload axes (DRACO widths, sparse layers) reshape ``graph`` first, as the fold mapper
+    does; the problem (and so the mapping) holds the reshaped graph. Sparse execution is refused
+    (``refuse_sparse_execution``): the tile candidates cost dense GEMM tiles only.
+    """
+    graph = reshape_for_array(graph, arch)
+    refuse_sparse_execution(graph, arch)
     target = target_of(arch)
     model = cost_model(arch, objective)
     units = build_units(graph)
@@ -131,6 +140,22 @@ def build_problem(graph: Graph, arch: SystolicArch, objective: str = "dram") -> 
     problem = Problem(graph, arch, target, model, units, cands, eligible, producer, consumers, preds, succs)
     _check_stageable(problem)
     return problem
+
+
+def refuse_sparse_execution(graph: Graph, arch: SystolicArch) -> None:
+    """One clear error where the array would run an op sparse (``sparsity_support`` on, the op N:M or
+    unstructured sparse): the tiling mappers cost dense tiles, and silently doing so would misreport it."""
+    if not arch.sparsity_support:
+        return
+    for op in graph.ops:
+        if op.kind in (OpKind.CONV, OpKind.MATMUL) and not op.sparsity.dense:
+            if sparse_lowering(lower_op(op), op.sparsity, arch) is not None:
+                raise MappingError(
+                    f"op {op.name!r} is {op.sparsity.label} sparse and the array has sparsity_support: the cpsat "
+                    "and greedy mappers tile dense GEMMs only; use mapper: fold (SCALE-Sim's sparse mode) or "
+                    "sparsity_support: false (the op then runs dense)",
+                    node=op.name,
+                )
 
 
 def _check_stageable(problem: Problem) -> None:

@@ -1,0 +1,111 @@
+"""RDU section-mapper speed and proof: solve time, status, bound and gap per workload, before and after.
+
+Workloads (bf16, batch 1, SN40L-like preset): GPT-2 small prefill (128 tokens) and decode (1024 cached),
+BERT-base (128 tokens), and a Llama-2-7B-shaped layer stack (4 layers, decode over 1024 cached tokens).
+"after" is this tree's default ``sections`` mapper (with ``--time-limit`` as its deterministic limit);
+"before" is the same mapper of another checkout (``--before DIR``, e.g. ``git archive HEAD | tar -x -C DIR``)
+run in a subprocess on the same pickled graphs, with its defaults. Optionally times a whole
+``dse explore`` of a spec (``--explore designs/gpt2_decode_rdu.yaml``).
+
+Run: ``.venv/bin/python benchmarks/rdu_solver_bench.py [--before /tmp/head] [--explore SPEC]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def graphs() -> dict:
+    from dse.zoo.llm import llm
+    from dse.zoo.transformers import bert_base, gpt2
+
+    return {
+        "gpt2-prefill": gpt2(elem_bytes=2, phase="prefill", seq_len=128),
+        "gpt2-decode": gpt2(elem_bytes=2, phase="decode", kv_len=1024),
+        "bert-base": bert_base(elem_bytes=2, seq_len=128),
+        "llama7b-4L-decode": llm("llama2_7b", elem_bytes=2, phase="decode", kv_len=1024, num_layers=4),
+    }
+
+
+def solve_all(graph_file: str, options: dict) -> dict:
+    """Map every pickled graph with the ``sections`` mapper importable now; solver facts per workload."""
+    from mappers.rdu.sections import RduSectionMapper
+    from templates.rdu import RduTemplate
+
+    arch = RduTemplate().instantiate({"preset": "sn40l", "precision": "bf16"})
+    out = {}
+    for name, graph in pickle.loads(Path(graph_file).read_bytes()).items():
+        started = time.perf_counter()
+        solver = RduSectionMapper(**options).map(graph, arch).solver
+        out[name] = {
+            "ops": len(graph.ops),
+            "status": solver["status"],
+            "latency_us": solver["latency_ps"] / 1e6,
+            "bound_us": solver["bound"] / 1e6,
+            "gap": solver["gap"],
+            "seconds": time.perf_counter() - started,
+        }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", help="another checkout whose sections mapper is the 'before'")
+    parser.add_argument("--time-limit", type=float, default=None, help="deterministic limit of 'after' (s)")
+    parser.add_argument("--explore", help="also time `dse explore SPEC` (2 local workers)")
+    parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:  # subprocess mode: solve with the checkout first on sys.path
+        print(json.dumps(solve_all(args.worker[0], json.loads(args.worker[1]))))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        graph_file = Path(tmp) / "graphs.pkl"
+        graph_file.write_bytes(pickle.dumps(graphs()))
+        options = {} if args.time_limit is None else {"time_limit_s": args.time_limit}
+        runs = {"after": solve_all(str(graph_file), options)}
+        if args.before:
+            script = str(Path(__file__).resolve())
+            code = (
+                f"import sys; sys.path.insert(0, {args.before!r}); sys.argv = ['x', '--worker', "
+                f"{str(graph_file)!r}, '{{}}']; __file__ = {script!r}; exec(open(__file__).read())"
+            )
+            result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=args.before)
+            if result.returncode:
+                sys.exit(result.stderr)
+            runs["before"] = json.loads(result.stdout.strip().splitlines()[-1])
+    print("RDU sections mapper, SN40L-like preset, bf16, batch 1 (latency objective)")
+    header = (
+        f"{'workload':<18} {'ops':>4} {'run':<6} {'status':<16} {'latency us':>11} {'bound us':>10} {'gap':>7} {'s':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name in runs["after"]:
+        for run in ("before", "after"):
+            if run in runs:
+                r = runs[run][name]
+                print(
+                    f"{name:<18} {r['ops']:>4} {run:<6} {r['status']:<16} {r['latency_us']:>11.3f} "
+                    f"{r['bound_us']:>10.3f} {r['gap']:>7.4f} {r['seconds']:>6.2f}"
+                )
+    if args.explore:
+        with tempfile.TemporaryDirectory() as tmp:
+            started = time.perf_counter()
+            cmd = [sys.executable, "-m", "dse.cli", "explore", args.explore, "-o", tmp, "--workers", "2", "-q"]
+            result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+            print(
+                f"\n`dse explore {args.explore}` (2 workers): {time.perf_counter() - started:.1f} s, "
+                f"rc {result.returncode}"
+            )
+
+
+if __name__ == "__main__":
+    main()

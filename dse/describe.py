@@ -1,0 +1,49 @@
+"""What ``dse validate`` prints about a workload: per op kind its count, MACs and weight bytes, the
+precisions the ops run at (a quantized or mixed-precision import shows each), and what the importer
+folded away or could not find. Read from the graph alone, so every importer and the zoo get it."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from dse.graph import Graph, human_count
+
+
+def workload_lines(graph: Graph) -> list[str]:
+    """Indented lines describing ``graph`` beyond its one-line summary."""
+    count: Counter[str] = Counter()
+    macs: dict[str, int] = defaultdict(int)
+    weight_bytes: dict[str, int] = defaultdict(int)
+    precisions: dict[str, list[str]] = defaultdict(list)
+    for op in graph.ops:
+        kind = op.kind.value
+        count[kind] += 1
+        macs[kind] += op.macs
+        weight_bytes[kind] += sum(graph.tensors[w].nbytes for w in op.weights if w in graph.tensors)
+        precision = op.attrs.get("precision")
+        if precision:
+            weights = op.attrs.get("weight_precision")
+            precisions[f"{precision}" + (f" (weights {weights})" if weights and weights != precision else "")].append(
+                op.name
+            )
+    lines = ["  op kind          ops            MACs     weights"]
+    for kind in sorted(count):
+        mac_text, weight_text = human_count(macs[kind]), human_count(weight_bytes[kind], 1024)
+        lines.append(f"  {kind:<14} {count[kind]:>5} {mac_text:>11}MAC {weight_text:>9}B")
+    if precisions:
+        for label, names in sorted(precisions.items()):
+            shown = ", ".join(names[:6]) + (f", ... ({len(names)} ops)" if len(names) > 6 else "")
+            lines.append(f"  precision {label}: {shown}")
+    folded = graph.meta.get("folded_nodes") or {}
+    if folded:
+        total = sum(folded.values())
+        parts = ", ".join(f"{n} {op_type}" for op_type, n in folded.items())
+        lines.append(f"  folded {total} of {graph.meta.get('onnx_nodes', '?')} ONNX nodes into constants ({parts})")
+    missing = graph.meta.get("weights_missing") or []
+    if missing:
+        lines.append(
+            f"  weight data missing for {len(missing)} tensors ({', '.join(map(str, missing[:5]))}"
+            f"{', ...' if len(missing) > 5 else ''}): shapes only — fine for performance models, "
+            "refused by what needs weights (dse export)"
+        )
+    return lines

@@ -1,0 +1,214 @@
+"""Shape arithmetic folded away before import, with onnx's own reference evaluator.
+
+Exporters compute reshape targets, masks and position ids at run time (Shape -> Gather -> Concat ->
+Reshape, Range -> Equal -> Where, ...). Once every input dimension is concrete (``fix_input_dims``)
+those subgraphs depend only on constants, so each node whose inputs are all known is evaluated once
+by ``onnx.reference`` and its outputs become initializers. What is left are the nodes that read an
+activation: the work a performance model costs.
+
+Why onnx.reference (benchmarks/onnx_import_speed.py times it: 0.68 s for a 12-layer GPT-2 TorchScript
+export with 529 folded nodes): it is part of onnx, which dse
+already needs, implements every standard op, runs node by node (so each node's output size is checked
+before it is computed: a model that declares a 10^9-element constant never allocates it), and needs
+no weights, so shapes-only models fold too. onnxruntime's graph optimizer folds the same subgraphs
+but must load every weight, refuses models whose external weights are absent, fuses ops into
+com.microsoft kernels the importer would then have to know, and is a 20 MB dependency.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dse.graph import GraphError
+
+if TYPE_CHECKING:
+    import onnx
+
+FOLD_LIMIT = 1 << 16  # elements: larger constants are weights, kept (shape only) for the importer
+# Ops never folded: random (a different value each run), or carrying a quantized weight's precision.
+_NEVER_FOLD = {
+    "QuantizeLinear",
+    "DequantizeLinear",
+    "RandomNormal",
+    "RandomUniform",
+    "RandomNormalLike",
+    "RandomUniformLike",
+    "Multinomial",
+    "Bernoulli",
+}
+# Ops whose output is never larger than their largest input (safe to run before knowing the output shape).
+_NON_EXPANDING = {
+    "Cast", "GatherElements", "Slice", "Squeeze", "Unsqueeze", "Reshape", "Identity", "Flatten",
+    "Transpose", "Neg", "Abs", "Not", "Sqrt", "Reciprocal", "Floor", "Ceil", "ReduceProd",
+    "ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean", "Sign", "IsNaN", "IsInf", "Shape", "Size",
+}  # fmt: skip
+
+
+@dataclass
+class FoldResult:
+    """The model with its constant subgraphs replaced by initializers, and what was folded."""
+
+    model: onnx.ModelProto
+    has_data: Callable[[onnx.TensorProto], bool]
+    folded: Counter[str] = field(default_factory=Counter)  # op type -> nodes folded
+    nodes_before: int = 0
+
+
+def _concrete(info: onnx.ValueInfoProto) -> tuple[int, ...] | None:
+    tensor_type = info.type.tensor_type
+    if not tensor_type.HasField("shape"):
+        return None
+    dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tensor_type.shape.dim]
+    return tuple(dims) if all(d >= 0 for d in dims) else None
+
+
+def fold_constants(model: onnx.ModelProto, path: Path, has_data: Callable[[onnx.TensorProto], bool]) -> FoldResult:
+    """Evaluate every node whose inputs are all known constants (or shapes of activations) once."""
+    from onnx import numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    graph = model.graph
+    shapes: dict[str, tuple[int, ...] | None] = {}
+    for info in (*graph.input, *graph.value_info, *graph.output):
+        shapes[info.name] = _concrete(info)
+    pending = {t.name: t for t in graph.initializer}
+    known: dict[str, np.ndarray] = {}
+
+    def value(name: str) -> np.ndarray | None:
+        if name in known:
+            return known[name]
+        tensor = pending.get(name)
+        if tensor is None or math.prod(tensor.dims) > FOLD_LIMIT or not has_data(tensor):
+            return None
+        known[name] = numpy_helper.to_array(tensor)
+        return known[name]
+
+    opsets = {o.domain or "": o.version for o in model.opset_import}
+    result = FoldResult(model, has_data, nodes_before=len(graph.node))
+    kept: list[onnx.NodeProto] = []
+    new_initializers: list[onnx.TensorProto] = []
+    queue = deque(graph.node)
+    while queue:
+        node = queue.popleft()
+        branch = _taken_branch(node, value)
+        if branch is not None:  # an If on a known condition is the branch it takes
+            queue.extendleft(reversed(branch))
+            result.folded[node.op_type] += 1
+            continue
+        outputs = _fold_node(node, shapes, value, opsets, ReferenceEvaluator)
+        if outputs is None:
+            kept.append(node)
+            continue
+        for name, array in zip(node.output, outputs):
+            if not name:
+                continue
+            array = np.asarray(array)
+            known[name] = array
+            new_initializers.append(numpy_helper.from_array(array, name))
+        result.folded[node.op_type] += 1
+    if result.folded:
+        folded_names = {t.name for t in new_initializers}
+        del graph.node[:]
+        graph.node.extend(kept)
+        graph.initializer.extend(new_initializers)
+        remaining = [v for v in graph.value_info if v.name not in folded_names]
+        del graph.value_info[:]
+        graph.value_info.extend(remaining)
+        for output in graph.output:
+            if output.name in folded_names:
+                raise GraphError(
+                    f"{path}: graph output {output.name!r} is a constant (it does not depend on any input); "
+                    "nothing to cost",
+                    node=output.name,
+                )
+    return result
+
+
+def _fold_node(
+    node: onnx.NodeProto,
+    shapes: dict[str, tuple[int, ...] | None],
+    value: Callable[[str], np.ndarray | None],
+    opsets: dict[str, int],
+    evaluator: type,
+) -> list[np.ndarray] | None:
+    """The outputs of ``node`` when all it reads is known and small, else None (the node stays)."""
+    if node.domain not in ("", "ai.onnx") or node.op_type in _NEVER_FOLD or any(a.g.node for a in node.attribute):
+        return None
+    if node.op_type in ("Shape", "Size"):
+        shape = shapes.get(node.input[0])
+        if shape is None:
+            return None
+        if node.op_type == "Size":
+            return [np.array(math.prod(shape), dtype=np.int64)]
+        attrs = {a.name: a.i for a in node.attribute}
+        rank = len(shape)
+        start = attrs.get("start", 0)
+        end = attrs.get("end", rank)
+        start, end = (min(max(s + rank if s < 0 else s, 0), rank) for s in (start, end))
+        return [np.array(shape[start:end], dtype=np.int64)]
+    inputs = [value(name) if name else None for name in node.input]
+    if any(name and array is None for name, array in zip(node.input, inputs)):
+        return None
+    if not node.input and node.op_type != "Constant":
+        return None
+    declared = [shapes.get(o) for o in node.output if o]
+    if all(s is not None for s in declared) and declared:
+        if any(math.prod(s) > FOLD_LIMIT for s in declared if s is not None):
+            return None
+    elif node.op_type not in _NON_EXPANDING or any(a is not None and a.size > FOLD_LIMIT for a in inputs):
+        if not _bounded_by_inputs(node, inputs):
+            return None
+    feeds = {name: array for name, array in zip(node.input, inputs) if name}
+    try:
+        outputs = evaluator(node, opsets=opsets).run(None, feeds)
+    except Exception:  # the node is left for the importer, which names it if it cannot cost it
+        return None
+    if any(np.asarray(o).size > FOLD_LIMIT for o in outputs):
+        return None
+    return [np.asarray(o) for o in outputs]
+
+
+def _taken_branch(node: onnx.NodeProto, value: Callable[[str], np.ndarray | None]) -> list[onnx.NodeProto] | None:
+    """The nodes an If with a known condition runs, its branch outputs renamed to the If's outputs."""
+    if node.op_type != "If" or node.domain not in ("", "ai.onnx"):
+        return None
+    condition = value(node.input[0])
+    if condition is None or condition.size != 1:
+        return None
+    from onnx import helper
+
+    key = "then_branch" if bool(condition.reshape(-1)[0]) else "else_branch"
+    branch = next(a.g for a in node.attribute if a.name == key)
+    renames = [
+        helper.make_node("Identity", [inner.name], [outer], name=f"{node.name}:{outer}")
+        for inner, outer in zip(branch.output, node.output)
+        if outer
+    ]
+    return [*branch.node, *renames]
+
+
+def _bounded_by_inputs(node: onnx.NodeProto, inputs: list[np.ndarray | None]) -> bool:
+    """Whether a node with no inferred output shape produces a small output, judged from its inputs."""
+    op = node.op_type
+    try:
+        if op == "ConstantOfShape" and inputs and inputs[0] is not None:
+            return math.prod(int(d) for d in inputs[0].reshape(-1)) <= FOLD_LIMIT
+        if op == "Range" and len(inputs) == 3 and all(a is not None for a in inputs):
+            start, limit, delta = (float(np.asarray(a).reshape(-1)[0]) for a in inputs)  # type: ignore[union-attr]
+            return delta != 0 and math.isfinite(start + limit + delta) and (limit - start) / delta <= FOLD_LIMIT
+        if op in ("Expand", "Tile") and len(inputs) >= 2 and inputs[0] is not None and inputs[1] is not None:
+            factors = [abs(int(d)) for d in inputs[1].reshape(-1)]
+            return inputs[0].size * max(1, math.prod(factors)) <= FOLD_LIMIT
+    except (TypeError, ValueError, OverflowError):
+        return False
+    sizes = [max(1, a.size) for a in inputs if a is not None]
+    if op in _NON_EXPANDING or op == "Concat":
+        return sum(sizes) <= FOLD_LIMIT
+    return bool(sizes) and math.prod(sizes) <= FOLD_LIMIT and op not in ("Resize", "Pad", "Upsample")

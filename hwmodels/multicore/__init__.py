@@ -1,0 +1,1 @@
+"""Multicore accelerators: systolic cores on an interconnect with a shared DRAM."""

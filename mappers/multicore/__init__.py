@@ -1,0 +1,1 @@
+"""The multicore mappers: CP-SAT layer/tile scheduling across cores, its greedy and brute-force baselines."""

@@ -1,0 +1,233 @@
+"""GPU calibration (fit on measured kernels, cross-validated error), node baselines (NVLink all-reduce) and the
+provenance of every GPU figure in `dse compare`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dse import zoo
+from dse.compare import baseline_names, calibration_notes, evaluate_baselines, format_table, summary_frame
+from dse.errors import UserError
+from hwmodels.catalogs import gpu as gpu_catalog
+from hwmodels.catalogs.gpu_tuning import (
+    CALIBRATION_JSON,
+    calibration_for,
+    calibrations,
+    default_tuning,
+    with_kernel,
+    write_calibration,
+)
+from hwmodels.gpu.calibrate import (
+    Measurement,
+    evaluate,
+    fit,
+    predict_seconds,
+    read_llmcompass,
+    read_measurements,
+    with_tuning,
+    write_measurements,
+)
+from hwmodels.gpu.cost import allgather_seconds, allreduce_seconds
+from hwmodels.gpu.model import GpuModel
+from mappers.gpu import GpuTileMapper
+from templates.base import TemplateError
+from templates.gpu import CATALOG_ONLY, GpuTemplate
+
+LLMCOMPASS = Path(__file__).resolve().parents[2] / "shared" / "data" / "gpu" / "llmcompass_a100"
+
+
+def _catalog_arch(gpu: str = "a100_80gb"):
+    return with_tuning(GpuTemplate().instantiate({"gpu": gpu, "precision": "fp16"}), default_tuning())
+
+
+def _synthetic_rows(truth, noise: float, seed: int) -> list[Measurement]:
+    """'Measurements' of a GPU whose constants are ``truth``: GEMM, softmax, layernorm and GELU sweeps."""
+    rng = np.random.default_rng(seed)
+    shapes = [("gemm", m, n, k) for m in (64, 512, 4096) for n, k in ((12288, 12288), (1024, 4096), (256, 256))]
+    shapes += [(op, r, c, 0) for op in ("softmax", "layernorm") for r, c in ((4096, 2**e) for e in range(5, 16, 2))]
+    shapes += [(op, 2**e, 4096, 0) for op in ("softmax", "layernorm") for e in range(6, 16, 2)]
+    shapes += [("gelu", 2**e, 1, 0) for e in range(10, 30, 2)]
+    rows = []
+    for op, m, n, k in shapes:
+        row = Measurement("a100_80gb", "fp16", op, m, n, k, 1, 1.0, "eager synthetic")
+        seconds = predict_seconds(row, truth) * float(rng.uniform(1 - noise, 1 + noise))
+        rows.append(replace(row, seconds=seconds))
+    return rows
+
+
+# ------------------------------------------------------------------------------------------ the fit
+def test_fit_recovers_known_constants_from_synthetic_measurements() -> None:
+    catalog = _catalog_arch()
+    tuning = replace(
+        default_tuning(), compute_fraction=0.7, launch_us=4.0, overlap_exponent=2.5, long_row_bytes=16384.0
+    )
+    tuning = with_kernel(tuning, "softmax", bandwidth_fraction=0.5, host_us=12.0, long_row_passes=1.0)
+    tuning = with_kernel(tuning, "layernorm", bandwidth_fraction=0.75, host_us=40.0, long_row_passes=2.0)
+    tuning = with_kernel(tuning, "elementwise", bandwidth_fraction=0.8, host_us=30.0)
+    truth = with_tuning(catalog, tuning)
+    result = fit(_synthetic_rows(truth, 0.01, 0), catalog)
+    got = result.tuning
+    assert got.compute_fraction == pytest.approx(0.7, rel=0.05)
+    assert got.long_row_bytes == 16384.0
+    for kind, bandwidth, host in (("softmax", 0.5, 12.0), ("layernorm", 0.75, 40.0), ("elementwise", 0.8, 30.0)):
+        assert got.kernel(kind).bandwidth_fraction == pytest.approx(bandwidth, rel=0.08), kind
+        assert got.kernel(kind).host_us == pytest.approx(host, rel=0.15), kind
+    assert got.kernel("layernorm").long_row_passes == pytest.approx(2.0, abs=0.3)
+    assert max(result.fit_mape.values()) < 3.0
+
+
+def test_constants_no_row_constrains_are_named() -> None:
+    """Only large, compute-bound GEMMs: nothing tells the GEMM bandwidth fraction; the fit says so."""
+    catalog = _catalog_arch()
+    truth = with_tuning(catalog, replace(default_tuning(), compute_fraction=0.85))
+    rows = [r for r in _synthetic_rows(truth, 0.0, 1) if r.op != "gemm" or r.M * r.N * r.K > 1e10]
+    result = fit(rows, catalog)
+    assert result.tuning.compute_fraction == pytest.approx(0.85, rel=0.05)
+    assert "bandwidth_fraction" in result.unidentified
+    assert any(note.startswith("bandwidth_fraction: no row constrains it") for note in result.notes)
+    assert "compute_fraction" not in result.unidentified
+
+
+def test_plain_measurement_csv_round_trips(tmp_path: Path) -> None:
+    rows = [
+        Measurement("a100_80gb", "fp16", "gemm", 64, 128, 256, 2, 1.5e-5, "eager cuda events", "unit", "g"),
+        Measurement("a100_80gb", "fp16", "softmax", 32, 4096, 0, 1, 2.0e-5, "graph", "unit", "s"),
+    ]
+    path = write_measurements(tmp_path / "m.csv", rows, [{"device_name": "x"}, {"device_name": "y"}])
+    assert list(pd.read_csv(path).columns)[:11] == [
+        "gpu", "precision", "op", "M", "N", "K", "count", "latency_s", "method", "source", "name"
+    ]  # fmt: skip
+    assert read_measurements(path) == rows
+    assert [m.kind for m in rows] == ["GEMM", "softmax"] and not rows[1].eager
+
+
+# ------------------------------------------------------------------------------------------ the shared A100 data
+needs_a100_data = pytest.mark.skipif(
+    not LLMCOMPASS.is_dir(), reason=f"shared A100 measurements not found at {LLMCOMPASS} (kept outside the project)"
+)
+
+
+@needs_a100_data
+def test_llmcompass_rows_are_read_with_their_latencies() -> None:
+    rows = read_llmcompass(LLMCOMPASS)
+    kinds = {m.kind for m in rows}
+    assert kinds == {"GEMM", "softmax", "layernorm", "GELU"} and len(rows) >= 70
+    gemm = next(m for m in rows if m.op == "gemm" and m.M == 64)
+    assert (gemm.N, gemm.K) == (12288, 12288) and gemm.seconds == pytest.approx(0.19e-3)
+    gelu = next(m for m in rows if m.op == "gelu" and m.M == 1024)
+    assert gelu.seconds == pytest.approx(1024 / 0.021262214336633663e9)
+
+
+@needs_a100_data
+def test_stored_constants_reproduce_the_a100_measurements() -> None:
+    """Fast check of the committed calibration: its constants predict the rows they were fitted on."""
+    rows = read_llmcompass(LLMCOMPASS)
+    a100 = GpuTemplate().instantiate({"gpu": "a100_80gb", "precision": "fp16"})
+    assert a100.calibrated
+    errors: dict[str, list[float]] = {}
+    for m in rows:
+        errors.setdefault(m.kind, []).append(abs(predict_seconds(m, a100) / m.seconds - 1) * 100)
+    assert np.mean(errors["GEMM"]) <= 10.0
+    assert all(np.mean(errors[kind]) <= 15.0 for kind in ("softmax", "layernorm", "GELU"))
+
+
+@pytest.mark.slow
+@needs_a100_data
+def test_cross_validated_error_meets_the_targets_and_matches_the_stored_calibration() -> None:
+    rows = read_llmcompass(LLMCOMPASS)
+    report = evaluate(rows, GpuTemplate().instantiate({"gpu": "a100_80gb", "precision": "fp16"}))
+    cv = report.cross_validated
+    assert cv["GEMM"] <= 10.0
+    assert cv["softmax"] <= 15.0 and cv["layernorm"] <= 15.0 and cv["GELU"] <= 15.0
+    for kind in ("softmax", "layernorm", "GELU"):
+        assert report.shipped[kind] > 3 * cv[kind]  # the uncalibrated model misses the per-call cost
+    stored = calibration_for("a100_80gb")
+    assert stored is not None, "run benchmarks/gpu_calibrate.py --write"
+    for kind, error in stored.cv_mape.items():
+        assert error == pytest.approx(cv[kind], abs=0.5), kind
+    assert stored.tuning.compute_fraction == pytest.approx(report.fit.tuning.compute_fraction, rel=0.02)
+
+
+# ------------------------------------------------------------------------------------------ the project uses it
+def test_a_calibrated_gpu_uses_its_constants_and_the_others_the_catalog(tmp_path: Path) -> None:
+    stored = calibration_for("a100_80gb")
+    assert stored is not None and set(calibrations()) == {"a100_80gb"}
+    a100 = GpuTemplate().instantiate({"gpu": "a100_80gb", "precision": "fp16"})
+    assert a100.calibrated and a100.tuning == stored.tuning and a100.compute_fraction == stored.tuning.compute_fraction
+    assert "LLMCompass" in a100.calibration
+    h100 = GpuTemplate().instantiate({"gpu": "h100_sxm", "precision": "fp16"})
+    assert not h100.calibrated and h100.calibration == CATALOG_ONLY and h100.tuning == default_tuning()
+    forced = GpuTemplate().instantiate({"gpu": "a100_80gb", "compute_fraction": 0.5})
+    assert forced.compute_fraction == 0.5 and forced.tuning.compute_fraction == 0.5
+    eager = GpuTemplate().instantiate({"gpu": "a100_80gb", "execution": "eager"})
+    graph = zoo.build("bert_base", batch=1, precision="fp16")
+    t_graph = GpuModel().evaluate(GpuTileMapper().map(graph, a100), a100)["latency_ms"]
+    t_eager = GpuModel().evaluate(GpuTileMapper().map(graph, eager), eager)["latency_ms"]
+    assert t_eager > t_graph  # the host's per-call cost only in eager execution
+    other = tmp_path / "cal.json"
+    write_calibration(replace(stored, gpu="l4"), other)
+    assert set(calibrations(other)) == {"l4"} and CALIBRATION_JSON.is_file()
+
+
+# ------------------------------------------------------------------------------------------ nodes
+def test_ring_allreduce_cost_formula() -> None:
+    link = 450e9
+    share = gpu_catalog.assumption("nvlink_fraction")
+    step = gpu_catalog.assumption("allreduce_step_us") * 1e-6
+    nbytes = 64e6
+    assert allreduce_seconds(nbytes, 8, link) == pytest.approx(2 * 7 / 8 * nbytes / (link * share) + 14 * step)
+    assert allreduce_seconds(nbytes, 2, link) == pytest.approx(nbytes / (link * share) + 2 * step)
+    assert allgather_seconds(nbytes, 8, link) == pytest.approx(7 / 8 * nbytes / (link * share) + 7 * step)
+    assert allreduce_seconds(nbytes, 1, link) == 0.0 and allreduce_seconds(0.0, 8, link) == 0.0
+
+
+def test_tensor_parallel_bert_has_one_allreduce_per_attention_and_mlp_block() -> None:
+    graph = zoo.build("bert_base", batch=128, precision="fp16")  # at batch 8 the all-reduces outweigh 8x compute
+    one = GpuTemplate().instantiate({"gpu": "h100_sxm"})
+    node = GpuTemplate().instantiate({"gpu": "h100_sxm", "gpus": 8})
+    assert node.nvlink_gbps == gpu_catalog.NVLINK_GBPS["h100_sxm"].value
+    mapping = GpuTileMapper().map(graph, node)
+    layers = sum(1 for op in graph.ops if op.kind.value == "layernorm") // 2
+    assert mapping.solver["allreduces"] == 2 * layers
+    roles = {om.extra["shard"] for om in mapping.ops.values() if "shard" in om.extra}
+    assert {"column", "row", "split"} <= roles
+    m1 = GpuModel().evaluate(GpuTileMapper().map(graph, one), one)
+    m8 = GpuModel().evaluate(mapping, node)
+    comm = sum(layer.extra.get("collective_s", 0.0) for layer in m8.layers)
+    assert comm > 0 and m8["latency_ms"] < m1["latency_ms"]
+    assert m8["energy_mj"] > m1["energy_mj"] * 0.5  # 8 GPUs drawing power: no free lunch
+    slow = GpuTemplate().instantiate({"gpu": "h100_sxm", "gpus": 8, "nvlink_gbps": 25})
+    assert GpuModel().evaluate(GpuTileMapper().map(graph, slow), slow)["latency_ms"] > m8["latency_ms"]
+
+
+def test_gpus_on_a_part_without_nvlink_need_a_link_bandwidth() -> None:
+    with pytest.raises(TemplateError, match="needs nvlink_gbps") as err:
+        GpuTemplate().instantiate({"gpu": "l4", "gpus": 2})
+    assert err.value.param == "nvlink_gbps"
+    assert GpuTemplate().instantiate({"gpu": "l4", "gpus": 2, "nvlink_gbps": 32}).gpus == 2
+
+
+# ------------------------------------------------------------------------------------------ compare
+def test_node_presets_and_provenance_in_the_comparison() -> None:
+    assert baseline_names(["dgx_h100", "DGX-A100", "a100"]) == ["dgx_h100", "dgx_a100", "a100_80gb"]
+    with pytest.raises(UserError, match="dgx_h100"):
+        baseline_names(["dgx_b200"])
+    graph = zoo.build("bert_base", batch=128, precision="fp16")
+    gpus, _ = evaluate_baselines(graph, ["dgx_h100", "dgx_a100", "a100", "h100"], "fp16")
+    assert [b.arch.gpus for b in gpus] == [8, 8, 1, 1]
+    summary = summary_frame(pd.DataFrame(columns=["point_id"]), gpus, "fp16")
+    calibration = dict(zip(summary["name"], summary["calibration"]))
+    assert calibration["NVIDIA A100 SXM4 80GB"].startswith("calibrated on LLMCompass")
+    assert calibration["NVIDIA DGX A100 (8x A100 SXM4 80GB, NVLink 3)"].startswith("calibrated")
+    assert calibration["NVIDIA H100 SXM5 80GB"] == CATALOG_ONLY
+    table = format_table(summary)
+    assert "calibrated" in table and "catalog" in table
+    notes = calibration_notes(gpus)
+    assert any("DGX H100" in n and "all-reduce" in n and "catalog-only" in n for n in notes)
+    latency = dict(zip(summary["name"], summary["latency_ms"]))
+    assert latency["NVIDIA DGX H100 (8x H100 SXM5, NVLink 4)"] < latency["NVIDIA H100 SXM5 80GB"]

@@ -1,0 +1,143 @@
+"""The feature contract (surrogates.contract) and its design-level surrogate, for every template."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dse.errors import UserError
+from dse.evaluate import PointEvaluator
+from dse.explore import explore
+from dse.registry import family
+from dse.spec import parse_spec
+from dse.zoo import build
+from surrogates.contract import (
+    BASELINE_MAPPERS,
+    ClosedForm,
+    contract_features,
+    contract_schema,
+    param_feature_names,
+    supported_templates,
+)
+from surrogates.contract_model import ContractSurrogate, is_contract, load_surrogate
+from surrogates.dataset import WorkloadSpec, build_dataset, feature_set
+from surrogates.evaluate import design_accuracy
+from surrogates.hybrid import wrap_evaluator
+
+POINTS = {
+    "systolic": [{"rows": 16, "cols": 32}, {"rows": 32, "cols": 8, "dataflow": "os"}],
+    "rdu": [{"preset": "sn40l", "pcus": 260, "pmus": 260, "sram_mb": 130}],
+    "gpu": [{"gpu": "l4"}, {"gpu": "h100_sxm", "execution": "eager"}],
+    "fpga_dataflow": [{"reuse_factor": 4}, {"reuse_factor": 1, "strategy": "resource"}],
+    "multicore": [{"num_cores": 2}, {"num_cores": 3}],
+}
+
+
+def test_every_registered_family_has_a_closed_form():
+    assert set(supported_templates()) == set(POINTS) == set(BASELINE_MAPPERS)
+    from dse.registry import families
+
+    assert set(families()) <= set(supported_templates()), "a new family needs a closed form in the contract"
+
+
+@pytest.mark.parametrize("kind", sorted(POINTS))
+def test_contract_rows_follow_the_schema_and_the_closed_form(kind: str):
+    graph = build("jet_mlp" if kind == "fpga_dataflow" else "small_cnn")
+    points = POINTS[kind]
+    rows = contract_features(graph, kind, points, {})
+    schema = contract_schema(kind)
+    assert rows.names == schema["features"]
+    assert rows.matrix.shape == (len(points), len(schema["features"]))
+    assert not rows.failed.any()
+    mapper = BASELINE_MAPPERS[kind]
+    if isinstance(mapper, str):  # the closed form is the family's cheap mapper through its own model
+        for i, point in enumerate(points):
+            exact = PointEvaluator(graph, kind, mapper)(point)
+            assert rows.baseline["latency_ms"][i] == pytest.approx(exact["latency_ms"], rel=1e-12)
+    # every template parameter is a column: one that appears later needs no code here
+    template = family(kind).template()
+    assert len(param_feature_names(template)) >= len(template.params())
+
+
+def test_rdu_closed_form_lies_between_the_section_bound_and_the_unfused_plan():
+    graph = build("gpt2", precision="bf16", phase="decode", kv_len=128, num_layers=1)
+    point = {"preset": "sn40l", "pcus": 260, "pmus": 260, "sram_mb": 130}
+    heuristic = ClosedForm(graph, "rdu", {})(point)
+    unfused = PointEvaluator(graph, "rdu", "unfused")(point)
+    assert heuristic["latency_ms"] <= unfused["latency_ms"] * (1 + 1e-12)
+    solver = heuristic.info["solver"]
+    assert solver["bound"] <= solver["value"] * (1 + 1e-12)
+
+
+@pytest.fixture(scope="module")
+def cpsat_data(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
+    spec = parse_spec(
+        "name: t\nworkload: {model: small_cnn}\ntemplate:\n  kind: systolic\n  mapper: cpsat\n"
+        "  mapper_options: {time_limit_s: 0.5}\n  params: {rows: [8, 16, 32], cols: [8, 16, 32], "
+        "dataflow: [ws, os], sram_kib: [32, 128]}\nobjectives: [min latency_ms, min energy_mj]\n",
+        tmp_path_factory.mktemp("spec") / "spec.yaml",
+    )
+    workloads = [WorkloadSpec("small_cnn"), WorkloadSpec("jet_mlp"), WorkloadSpec("small_cnn", batch=2)]
+    return build_dataset(
+        "systolic",
+        spec.design_space(),
+        spec.fixed_params(),
+        workloads,
+        10,
+        mapper="cpsat",
+        mapper_options={"time_limit_s": 0.5},
+    )
+
+
+def test_a_non_default_mapper_is_the_truth_of_a_contract_dataset(cpsat_data: pd.DataFrame):
+    assert feature_set("systolic", "cpsat") == "contract" and feature_set("systolic", None) == "systolic"
+    assert is_contract(cpsat_data)
+    assert len(cpsat_data) == 30  # one row per design
+    truth, base = cpsat_data["design_latency_cycles"], cpsat_data["base_latency_cycles"]
+    assert (truth > 0).all() and (base > 0).all()
+    assert not np.allclose(truth, base)  # CP-SAT's tiling is not the fold closed form
+
+
+def test_contract_surrogate_trains_predicts_and_round_trips(cpsat_data: pd.DataFrame, tmp_path: Path):
+    train = cpsat_data[cpsat_data["workload"] != "small_cnn@b2"]
+    model = ContractSurrogate.fit(train, "rf")
+    assert {"latency_ms", "energy_mj", "area_mm2"} <= set(model.metric_names)
+    fitted = design_accuracy(model, train)
+    assert fitted["latency_ms"]["r2"] > 0.9 and fitted["area_mm2"]["mape"] < 1e-6
+    loaded = load_surrogate(model.save(tmp_path / "m.joblib"))
+    points = [{"rows": 16, "cols": 8, "dataflow": "ws", "sram_kib": 32}]
+    a = model.predict_designs(build("small_cnn"), "systolic", points, {})
+    b = loaded.predict_designs(build("small_cnn"), "systolic", points, {})
+    pd.testing.assert_frame_equal(a, b)
+    trees = model.tree_predictions(build("small_cnn"), "systolic", points, {})
+    assert trees.shape == (len(model.regressor.estimators_), 1, len(model.metric_names))
+    with pytest.raises(UserError, match="trained for template systolic"):
+        model.predict_designs(build("small_cnn"), "gpu", [{}], {})
+    model.schema = {**model.schema, "features": model.schema["features"][:-1]}
+    with pytest.raises(UserError, match="feature contract does not match"):
+        load_surrogate(model.save(tmp_path / "old.joblib"))
+
+
+def test_hybrid_runs_on_a_contract_template(tmp_path: Path):
+    text = (
+        "name: h\nworkload: {model: small_cnn}\ntemplate:\n  kind: multicore\n  mapper: greedy\n  params:\n"
+        "    num_cores: [1, 2, 3, 4]\n    core0_rows: [8, 16, 32]\n    core0_cols: [8, 16, 32]\n"
+        "objectives: [min latency_ms, min area_mm2]\nsearch: {strategy: grid}\nevaluator: hybrid\n"
+    )
+    spec = parse_spec(text, tmp_path / "spec.yaml")
+    from dse.session import build_evaluator
+
+    graph, exact = build_evaluator(spec)
+    result = explore(spec, tmp_path / "run", wrap_evaluator(spec, graph, exact), workers=1, progress=False)
+    points = result.points
+    assert len(points) == 36 and (points["status"] == "ok").all()
+    assert points["exact"].astype(bool).sum() == 8  # the cap: max(initial_min, 20 % of 36)
+    # the truth (greedy) is the closed form itself here, so a learned ratio of 0 must give the exact figures
+    predicted = points[~points["exact"].astype(bool)].head(3)
+    for _, row in predicted.iterrows():
+        point = {"num_cores": int(row["num_cores"]), "core0_rows": int(row["core0_rows"])}
+        point["core0_cols"] = int(row["core0_cols"])
+        assert row["latency_ms"] == pytest.approx(exact(point)["latency_ms"], rel=1e-9)
