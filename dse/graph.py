@@ -248,6 +248,20 @@ class Graph:
                 out.setdefault(t, []).append(op.name)
         return out
 
+    def read_numel(self, op: Op, tensor: str) -> int:
+        """Elements ``op`` reads of ``tensor`` (DRAM read traffic, not storage): a weight read in part,
+        as an embedding look-up reads only the rows it selects, scales by ``attrs['weight_read_fraction']``;
+        every other tensor, and a weight without that attr, is read whole (exactly ``Tensor.numel``)."""
+        t = self.tensors[tensor]
+        fraction = op.attrs.get("weight_read_fraction")
+        if fraction is None or t.kind != "weight":
+            return t.numel
+        return round(t.numel * float(fraction))
+
+    def read_nbytes(self, op: Op, tensor: str) -> int:
+        """Bytes ``op`` reads of ``tensor``: ``read_numel`` at the tensor's element size."""
+        return self.read_numel(op, tensor) * self.tensors[tensor].elem_bytes
+
     def edges(self) -> list[tuple[str, str, str]]:
         """(producer op, consumer op, tensor) for every activation edge."""
         prod = self.producer()

@@ -260,14 +260,19 @@ def _tensor_bytes(graph: Graph, name: str, elem_bytes: int, divisor: dict[str, i
     return float(graph.tensors[name].numel * elem_bytes) / share
 
 
-def kernel_inputs(graph: Graph, root: Op, fused: list[Op]) -> tuple[list[str], list[str], str]:
-    """Activation inputs, weights and final output of a kernel made of ``root`` plus its epilogue ops."""
+def _weight_read_bytes(graph: Graph, reader: Op, name: str, elem_bytes: int, divisor: dict[str, int]) -> float:
+    """DRAM bytes ``reader`` reads of a weight on one GPU: a look-up reads its rows only (``Graph.read_numel``)."""
+    return float(graph.read_numel(reader, name) * elem_bytes) / divisor.get(name, 1)
+
+
+def kernel_inputs(graph: Graph, root: Op, fused: list[Op]) -> tuple[list[str], list[tuple[Op, str]], str]:
+    """Activation inputs, (reader op, weight) pairs and final output of a kernel of ``root`` plus its epilogue."""
     internal = {t for op in (root, *fused) for t in op.outputs}
     inputs = list(root.inputs)
-    weights = list(root.weights)
+    weights = [(root, w) for w in root.weights]
     for op in fused:
         inputs += [t for t in op.inputs if t not in internal]
-        weights += list(op.weights)
+        weights += [(op, w) for w in op.weights]
     output = (fused[-1] if fused else root).outputs[0]
     return inputs, weights, output
 
@@ -360,7 +365,7 @@ class GpuTileMapper:
         graph: Graph,
         op: Op,
         inputs: list[str],
-        weights: list[str],
+        weights: list[tuple[Op, str]],
         output: str,
         resident: set[str],
         eb: int,
@@ -370,7 +375,7 @@ class GpuTileMapper:
             new_rows = min(_tensor_bytes(graph, t, eb, div) for t in op.inputs)
             return OpTraffic(dram_read=new_rows, dram_write=new_rows, l2=0.0)
         read = sum(_tensor_bytes(graph, t, eb, div) for t in inputs if t not in resident)
-        read += sum(_tensor_bytes(graph, t, eb, div) for t in weights)
+        read += sum(_weight_read_bytes(graph, reader, t, eb, div) for reader, t in weights)
         l2 = sum(_tensor_bytes(graph, t, eb, div) for t in inputs if t in resident)
         out_bytes = _tensor_bytes(graph, output, eb, div)
         write = 0.0 if output in resident else out_bytes
@@ -378,7 +383,13 @@ class GpuTileMapper:
 
     @staticmethod
     def _gemm_operand_dram(
-        graph: Graph, op: Op, inputs: list[str], weights: list[str], resident: set[str], eb: int, div: dict[str, int]
+        graph: Graph,
+        op: Op,
+        inputs: list[str],
+        weights: list[tuple[Op, str]],
+        resident: set[str],
+        eb: int,
+        div: dict[str, int],
     ) -> tuple[float, float, float]:
         """DRAM bytes of the A operand, the B operand (weights or second input) and epilogue extras."""
 
@@ -387,10 +398,10 @@ class GpuTileMapper:
 
         a = dram(op.inputs[0])
         if op.weights:
-            b = sum(_tensor_bytes(graph, t, eb, div) for t in op.weights)
+            b = sum(_weight_read_bytes(graph, op, t, eb, div) for t in op.weights)
         else:
             b = dram(op.inputs[1]) if len(op.inputs) > 1 else 0.0
         own = set(op.inputs[:2]) | set(op.weights)
         extra = sum(dram(t) for t in inputs if t not in own)
-        extra += sum(_tensor_bytes(graph, t, eb, div) for t in weights if t not in own)
+        extra += sum(_weight_read_bytes(graph, reader, t, eb, div) for reader, t in weights if t not in own)
         return a, b, extra

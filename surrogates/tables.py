@@ -115,7 +115,7 @@ def op_table(graph: Graph) -> OpTable:
         om = mapping.ops[op.name]
         resident = set(om.resident_inputs)
         in_words = sum(graph.tensors[t].numel for t in op.inputs if t not in resident)
-        weight_words = sum(graph.tensors[t].numel for t in op.weights)
+        weight_words = sum(graph.read_numel(op, t) for t in op.weights)  # read traffic: a look-up reads its rows
         out_words = sum(graph.tensors[t].numel for t in op.outputs)
         fused = bool(om.extra.get("fused_into"))
         key = (op.shape_key(), bool(om.resident_output), fused, in_words, weight_words, out_words)
@@ -164,7 +164,7 @@ def op_table(graph: Graph) -> OpTable:
                 "_out": 0 if om.resident_output else out_words,
                 "_in": in_words,
                 # what the vector unit reads (inputs not on chip, weights) and writes (every output)
-                "_vec_reads": words([t for t in op.inputs if t not in resident]) + words(op.weights),
+                "_vec_reads": words([t for t in op.inputs if t not in resident]) + weight_words,
                 "_vec_writes": words(op.outputs),
                 "members": [op.name],
                 "gemm": gemm,

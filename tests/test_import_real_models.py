@@ -392,6 +392,7 @@ def test_hugging_face_models(tmp_path: Path, kind: str, exporter: str) -> None:
     assert table.shape[0] == 1000  # the token table
     # the look-up reads SEQ rows of the table, not the table
     assert embedding[0].attrs["rows"] == SEQ and embedding[0].attrs["weight_read_bytes"] == SEQ * 64 * 4
+    assert graph.read_nbytes(embedding[0], table.name) == SEQ * 64 * 4 < table.nbytes  # costed by the rows read
     assert_no_shape_arithmetic(graph)
 
 

@@ -452,3 +452,16 @@ def test_accuracy_needs_a_trained_model_and_data(digits_dir: Path, capsys) -> No
     spec = _spec(digits_dir, "{model: jet_mlp}", "max accuracy")
     assert main(["validate", str(spec)]) == 2
     assert "accuracy needs workload.data" in capsys.readouterr().err
+
+
+def test_hls4ml_auto_types_are_hls4ml_lossless_growth(tmp_path):
+    """hls4ml's own 'auto' inference on the digits MLP: Dense accum = W_w + W_in + ceil(log2 n_in) + 1 bits."""
+    from dse.quant.digits import MODEL_FILE, ensure_digits
+    from dse.quant.hls4ml_auto import infer_auto_types
+
+    ensure_digits(tmp_path)
+    auto = infer_auto_types(tmp_path / MODEL_FILE, "fixed<10,4>")
+    dense = [a for a in auto if a.class_name == "Dense"]
+    assert [a.onnx_name for a in dense] == ["fc1", "fc2", "fc3"]
+    assert [a.types["accum"] for a in dense] == ["ap_fixed<27,15>", "ap_fixed<26,14>", "ap_fixed<25,13>"]
+    assert all(a.types["weight"] == "ap_fixed<10,4>" for a in dense)

@@ -87,7 +87,14 @@ def fold_constants(model: onnx.ModelProto, path: Path, has_data: Callable[[onnx.
         tensor = pending.get(name)
         if tensor is None or math.prod(tensor.dims) > FOLD_LIMIT or not has_data(tensor):
             return None
-        known[name] = numpy_helper.to_array(tensor)
+        try:
+            known[name] = numpy_helper.to_array(tensor)
+        except (KeyError, ValueError, TypeError) as exc:  # a corrupt file: unknown data type, wrong byte count
+            raise GraphError(
+                f"initializer {name!r} cannot be read ({type(exc).__name__}: data type {tensor.data_type}, "
+                f"dims {list(tensor.dims)}); the file is damaged or not a valid ONNX model",
+                node=name,
+            ) from None
         return known[name]
 
     opsets = {o.domain or "": o.version for o in model.opset_import}

@@ -130,13 +130,15 @@ class MoreOps(GraphWalk):
         weights = {"table": data.shape} if isinstance(data, Constant) and math.prod(data.shape) > 1 else None
         attrs = {"fn": fn, "arity": len(activations)}
         if fn == "gather" and weights and isinstance(data, Constant):
-            # An embedding look-up reads only the rows it selects, not the table. The cost models read every
-            # weight of an op whole (Tensor.nbytes), so this is recorded, not yet costed: a model that wants
-            # the look-up's DRAM traffic reads attrs['weight_read_bytes']: each output element is one table element
-            # read (rows x row bytes for an axis-0 look-up), at the import precision.
+            # An embedding look-up reads only the rows it selects, not the table: each output element is one
+            # table element read. The cost models price its weight READ traffic through Graph.read_numel, which
+            # scales the table by attrs['weight_read_fraction'] (capped at 1: a row read twice is on chip);
+            # the table's storage (Tensor.nbytes, the graph's weight bytes) stays whole. 'rows' and
+            # 'weight_read_bytes' (rows x row bytes for an axis-0 look-up) are the same figure, kept for callers.
             attrs["rows"] = math.prod(out_shape) // max(1, math.prod(data.shape[1:]))
             elem_bytes = PRECISION_BYTES[data.precision] if data.precision else self.elem_bytes
             attrs["weight_read_bytes"] = math.prod(out_shape) * elem_bytes
+            attrs["weight_read_fraction"] = min(1.0, math.prod(out_shape) / math.prod(data.shape))
         out = self.builder.add_op(
             name,
             OpKind.ELEMENTWISE,

@@ -13,12 +13,14 @@ prefix of layer precisions share the work.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from dse.quant.fixed import FixedType, QuantError, from_float, parse_type, requantize, shift_right, to_float
 from dse.quant.fpga_softmax import average_pool, softmax, softmax_types
@@ -39,6 +41,17 @@ EMULATED = (
     "MaxPooling1D",
     "BatchNormalization",
 )
+
+
+@functools.cache
+def _blas_controller() -> ThreadpoolController:
+    return ThreadpoolController()
+
+
+def single_threaded_blas():
+    """A context running BLAS on one thread: these GEMMs are small (1,797 x 64 x 32), threaded OpenBLAS spends ~10x
+    the work synchronising and oversubscribes the cores of parallel workers. Sums are exact, so results are equal."""
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 @dataclass(frozen=True)
@@ -226,10 +239,11 @@ class HlsEmulator:
                 break
         else:
             self.misses += 1
-        for i in range(start, len(sig)):
-            current = self._step(self.steps[i], sig[i], x if current is None else current, x.shape[0])
-            if input_key is not None:
-                self._remember(sig[: i + 1], current)
+        with single_threaded_blas():
+            for i in range(start, len(sig)):
+                current = self._step(self.steps[i], sig[i], x if current is None else current, x.shape[0])
+                if input_key is not None:
+                    self._remember(sig[: i + 1], current)
         return current
 
     def clear(self) -> None:

@@ -24,11 +24,12 @@ from templates.systolic import SystolicArch
 
 
 def _tensor_words(op: Op, mapping: Mapping) -> tuple[float, float]:
-    """DRAM words an op on the vector unit reads and writes; resident inputs come from on chip."""
-    tensors = mapping.graph.tensors
+    """DRAM words an op on the vector unit reads and writes; resident inputs come from on chip, a look-up
+    reads only its rows of a weight table (``Graph.read_numel``)."""
+    graph = mapping.graph
     resident = set(mapping.ops[op.name].resident_inputs)
-    reads = sum(tensors[t].numel for t in (*op.inputs, *op.weights) if t not in resident)
-    writes = sum(tensors[t].numel for t in op.outputs)
+    reads = sum(graph.read_numel(op, t) for t in (*op.inputs, *op.weights) if t not in resident)
+    writes = sum(graph.tensors[t].numel for t in op.outputs)
     return float(reads), float(writes)
 
 

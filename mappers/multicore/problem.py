@@ -307,7 +307,7 @@ def _fuse(graph: Graph, arch: MulticoreArch, layers: list[Layer], max_tiles: int
     consumers = _layer_consumers(graph, layers)
 
     def rereads(li: int, bands: int) -> float:
-        weights = sum(graph.tensors[t].nbytes for n in layers[li].ops for t in graph.op(n).weights)
+        weights = sum(graph.read_nbytes(op, t) for op in map(graph.op, layers[li].ops) for t in op.weights)
         return (bands - 1) * weights if weights > filter_room else 0.0
 
     tiles = [1] * len(layers)
@@ -401,7 +401,7 @@ def _task_cost(
             if share == 0.0:
                 continue
             reads = sum(graph.tensors[t].numel * share for t in op.inputs if graph.tensors[t].kind == "input")
-            reads += sum(graph.tensors[t].numel for t in op.weights) if j == 0 else 0
+            reads += sum(graph.read_numel(op, t) for t in op.weights) if j == 0 else 0  # a look-up: its rows
             writes = sum(graph.tensors[t].numel * share for t in op.outputs) if writes_dram else 0.0
             busy, r_words, w_words = vector_op_cost(tile_op, core, (reads, writes))
             src = producer.get(op.inputs[0]) if len(op.inputs) == 1 else None

@@ -71,6 +71,7 @@ def build_problem(graph: Graph, arch: RduArch, objective: str = "latency") -> Se
     edges: list[Edge] = []
     fixed_reads: list[tuple[int, int]] = []
     readers: dict[str, list[tuple[int, int]]] = {}
+    stored: dict[str, int] = {}  # an op's weights placeable holds them whole; its reader reads what it reads
     for i, op in enumerate(graph.ops):
         for t in op.inputs:
             nbytes = graph.tensors[t].nbytes
@@ -82,10 +83,12 @@ def build_problem(graph: Graph, arch: RduArch, objective: str = "latency") -> Se
                 readers.setdefault(t, []).append((i, nbytes))
         weight_bytes = sum(graph.tensors[w].nbytes for w in op.weights)
         if weight_bytes:
-            readers.setdefault(f"weights:{op.name}", []).append((i, weight_bytes))
+            stored[f"weights:{op.name}"] = weight_bytes
+            read_bytes = sum(graph.read_nbytes(op, w) for w in op.weights)  # a look-up: its rows only
+            readers.setdefault(f"weights:{op.name}", []).append((i, read_bytes))
     placeables = []
     for name, reads in readers.items():
-        nbytes = graph.tensors[name].nbytes if name in graph.tensors else reads[0][1]
+        nbytes = graph.tensors[name].nbytes if name in graph.tensors else stored[name]
         placeables.append(Placeable(name, nbytes, tuple(reads)))
     writes = []
     for i, op in enumerate(graph.ops):

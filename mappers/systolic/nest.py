@@ -280,12 +280,12 @@ def loop_nest(graph: Graph, unit: Unit, word_bytes: int, vector_lanes: int) -> L
     }[op.kind]
     operands_list: list[Operand] = []
     for t, role in [(t, ROLE_INPUT) for t in unit.inputs] + [(t, ROLE_WEIGHT) for t in unit.weights]:
-        numel = tensors[t].numel
+        numel = graph.read_numel(op, t)  # a look-up reads its rows of a table, which stream with the output
         if op.kind is OpKind.SCAN:  # channels-last activations [B, L, D] and weights [D, ...] split by D
             shape = tensors[t].shape
             indexed = shape[-1] == extent if role == ROLE_INPUT else shape[:1] == (extent,)
         else:
-            indexed = role == ROLE_INPUT
+            indexed = role == ROLE_INPUT or numel != tensors[t].numel
         if indexed:
             operands_list.append(Operand(t, role, numel * wb / extent, ("r",)))
         else:
