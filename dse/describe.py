@@ -20,12 +20,8 @@ def workload_lines(graph: Graph) -> list[str]:
         count[kind] += 1
         macs[kind] += op.macs
         weight_bytes[kind] += sum(graph.tensors[w].nbytes for w in op.weights if w in graph.tensors)
-        precision = op.attrs.get("precision")
-        if precision:
-            weights = op.attrs.get("weight_precision")
-            precisions[f"{precision}" + (f" (weights {weights})" if weights and weights != precision else "")].append(
-                op.name
-            )
+        if op.precision_label:
+            precisions[op.precision_label].append(op.name)
     lines = ["  op kind          ops            MACs     weights"]
     for kind in sorted(count):
         mac_text, weight_text = human_count(macs[kind]), human_count(weight_bytes[kind], 1024)

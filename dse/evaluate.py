@@ -51,6 +51,7 @@ class PointEvaluator:
         self._template: Template = fam.template()
         self._mapper: Mapper = make_mapper(self.template_kind, self.mapper_name, self.mapper_options)
         self._hwmodel: HwModel = fam.hwmodel()
+        self._precisions = {op.name: op.precision_label for op in self.graph.ops if op.precision_label}
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
@@ -78,6 +79,9 @@ class PointEvaluator:
             metrics.info.setdefault("solver", {k: v for k, v in mapping.solver.items() if k in SOLVER_FACTS})
         if self.accuracy is not None:
             metrics.values.update(self.accuracy(arch, mapping))
+        for layer in metrics.layers:  # a quantized import's per-layer precision, for the per-layer report and CSV
+            if layer.layer in self._precisions:
+                layer.extra["precision"] = self._precisions[layer.layer]
         return Trace(arch, mapping, metrics)
 
     def __call__(self, point: Mapping[str, Any]) -> Metrics:

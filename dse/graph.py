@@ -147,6 +147,15 @@ class Op:
     attrs: Mapping[str, Any] = field(default_factory=dict)
 
     @property
+    def precision_label(self) -> str | None:
+        """The precision a quantized import records for this op ('int8', 'int8 (weights int4)'), else None."""
+        precision = self.attrs.get("precision")
+        if not precision:
+            return None
+        weights = self.attrs.get("weight_precision")
+        return precision + (f" (weights {weights})" if weights and weights != precision else "")
+
+    @property
     def macs(self) -> int:
         d = self.dims
         if self.kind is OpKind.CONV:

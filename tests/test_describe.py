@@ -32,3 +32,47 @@ def test_validate_prints_the_description(capsys):
     assert main(["validate", "designs/quickstart.yaml"]) == 0
     out = capsys.readouterr().out
     assert "op kind" in out and "conv" in out and "matmul" in out
+
+
+def test_per_layer_rows_and_report_carry_each_layers_precision():
+    """A mixed-precision model shows its per-layer precision in the per-layer rows (CSV, store) and the report."""
+    import pandas as pd
+
+    from dse.evaluate import PointEvaluator
+    from dse.objectives import Objective
+    from dse.report.data import ReportData
+    from dse.report.figures_layers import layer_breakdown_figure
+
+    base = build("small_cnn")
+    convs = [op.name for op in base.ops if op.kind is OpKind.CONV]
+    ops = [
+        replace(
+            op, attrs={**op.attrs, "precision": "int8", "weight_precision": "int4" if op.name == convs[0] else "int8"}
+        )
+        if op.kind is OpKind.CONV
+        else op
+        for op in base.ops
+    ]
+    graph = Graph(base.name, ops, base.tensors, dict(base.meta))
+    metrics = PointEvaluator(graph, "systolic")({"rows": 16, "cols": 16})
+    rows = {layer.layer: layer.row() for layer in metrics.layers}
+    assert rows[convs[0]]["precision"] == "int8 (weights int4)"
+    assert all(rows[name]["precision"] == "int8" for name in convs[1:] if name in rows)
+    assert not any("precision" in row for name, row in rows.items() if name not in convs)
+    frame = pd.DataFrame(list(rows.values()))
+    points = pd.DataFrame(
+        {
+            "point_id": ["p1"],
+            "seq": [0],
+            "status": ["ok"],
+            "latency_ms": [1.0],
+            "energy_mj": [1.0],
+            "feasible": [True],
+            "pareto": [True],
+        }
+    )
+    objectives = [Objective("latency_ms", "min"), Objective("energy_mj", "min")]
+    data = ReportData(points, objectives, [], [])
+    fig, _ = layer_breakdown_figure(data, {"p1": frame})
+    kinds = {str(c[0]) for trace in fig.data if trace.customdata is not None for c in trace.customdata}
+    assert "conv, int8 (weights int4)" in kinds and "conv, int8" in kinds

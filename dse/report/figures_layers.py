@@ -127,9 +127,12 @@ def layer_breakdown_figure(data: ReportData, layers: Mapping[str, pd.DataFrame])
     for design_index, frame in enumerate(frames):
         visible = design_index == 0
         layer_names = frame["layer"].astype(str).to_numpy()
+        kinds = frame["kind"].astype(str)
+        if "precision" in frame:  # a quantized import: each layer's precision beside its kind
+            kinds = kinds + frame["precision"].map(lambda p: f", {p}" if isinstance(p, str) and p else "")
         custom = np.stack(
             [
-                frame["kind"].astype(str).to_numpy(),
+                kinds.to_numpy(),
                 [format_value(v) for v in frame["utilization"]],
                 [format_value(v) for v in frame["macs"]],
                 [format_value(v) for v in frame["cycles"]],
