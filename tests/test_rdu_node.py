@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+import random
+
+import numpy as np
 import pytest
 
+from dse.graph import Graph, GraphBuilder
 from dse.zoo import build
 from dse.zoo.llm import llm, llm_params
+from dse.zoo.transformers import gpt2
 from hwmodels.rdu.model import RduModel
 from hwmodels.rdu.node import link_ps, node_view
-from mappers.rdu.bound import latency_lower_bound
+from mappers.rdu import bound as bound_module
+from mappers.rdu.bound import SectionBounds, latency_lower_bound
 from mappers.rdu.bruteforce import brute_force
 from mappers.rdu.problem import build_problem
 from mappers.rdu.sections import RduSectionMapper
@@ -38,6 +46,80 @@ def test_lower_bound_never_exceeds_the_brute_force_optimum(point: dict) -> None:
         assert 0 < bound <= best.latency_ps
         mapping = RduSectionMapper(time_limit_s=20).map(problem.graph, arch)
         assert mapping.solver["status"] == "OPTIMAL" and mapping.solver["latency_ps"] == best.latency_ps
+
+
+def random_chain(rng: random.Random, n_ops: int) -> Graph:
+    """A random chain of linears, gelus and adds of random widths and token counts."""
+    b = GraphBuilder("random", elem_bytes=2)
+    h = b.input("x", (1, rng.choice([1, 8, 64, 256]), rng.choice([64, 256, 1024])))
+    for i in range(n_ops):
+        kind = rng.choice(["linear", "gelu", "add"]) if i else "linear"
+        if kind == "linear":
+            h = b.linear(h, rng.choice([64, 256, 512, 2048]), name=f"op{i}")
+        elif kind == "gelu":
+            h = b.elementwise("gelu", h, name=f"op{i}")
+        else:
+            h = b.add(h, h, name=f"op{i}")
+    b.output(h)
+    return b.build()
+
+
+def random_arch(rng: random.Random):
+    return rdu(
+        pcus=rng.choice([2, 4, 8, 16]),
+        pmus=rng.choice([4, 8, 16]),
+        sram_mb=rng.choice([0.25, 1, 4]),
+        reconfig_us=rng.choice([0.02, 0.2, 2.0]),
+        hbm_gb=rng.choice([0.0004, 1.0]),
+    )
+
+
+def test_lower_bound_holds_on_random_graphs_and_chips() -> None:
+    rng = random.Random(7)
+    cases = 0
+    while cases < 40:
+        problem = build_problem(random_chain(rng, rng.randint(2, 4)), random_arch(rng), "latency")
+        try:
+            _, best = brute_force(problem, max_plans=30_000)
+        except ValueError:
+            continue  # too many plans to enumerate
+        assert 0 < latency_lower_bound(problem) <= best.latency_ps
+        cases += 1
+
+
+def _exact_section_compute(problem, first: int, last: int, pmu_cap: int) -> float:
+    best = math.inf
+    for opts in itertools.product(*problem.options[first : last + 1]):
+        if sum(o.pcus for o in opts) <= problem.arch.pcus and sum(o.pmus for o in opts) <= pmu_cap:
+            best = min(best, sum(o.fill_ps for o in opts) + max(o.steady_ps for o in opts))
+    return best
+
+
+def test_section_compute_relaxation_never_exceeds_the_exact_section_compute() -> None:
+    rng = random.Random(3)
+    problems = [build_problem(random_chain(rng, rng.randint(2, 6)), random_arch(rng), "latency") for _ in range(15)]
+    problems += [
+        build_problem(gpt2(elem_bytes=2, phase="prefill", num_layers=1, seq_len=64), rdu(pcus=p, pmus=64), "latency")
+        for p in (8, 128)
+    ]
+    for problem in problems:
+        bounds = SectionBounds(problem)
+        for cap in sorted({1, 4, problem.arch.pmus}):
+            lower = bounds.compute_lb(cap)
+            for a in range(problem.n):
+                for b in range(a, min(problem.n, a + 4)):
+                    if math.prod(len(problem.options[i]) for i in range(a, b + 1)) <= 20_000:
+                        exact = _exact_section_compute(problem, a, b, cap)
+                        assert lower[a, b] <= exact * (1 + 1e-9)  # float prefix sums; the path rounds down
+
+
+def test_pcu_area_term_tightens_the_compute_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = build_problem(gpt2(elem_bytes=2, phase="prefill", num_layers=1, seq_len=64), rdu(pcus=32), "latency")
+    with_area = SectionBounds(problem).compute_lb(problem.arch.pmus)
+    monkeypatch.setattr(bound_module, "THETAS", (1.0,))  # the one-op bound on max(steady) alone
+    one_op = SectionBounds(problem).compute_lb(problem.arch.pmus)
+    finite = np.isfinite(one_op)
+    assert np.all(with_area[finite] >= one_op[finite] - 1e-6) and np.any(with_area[finite] > 1.05 * one_op[finite])
 
 
 def test_bound_proves_bert_layer_quickly() -> None:

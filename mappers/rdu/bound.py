@@ -9,10 +9,16 @@ by Lagrangian relaxation, so the bound stays valid:
 * **Max section PMUs.** The range [0, PMUs] is cut into intervals; for an interval [lo, hi] every section
   uses <= hi PMUs and SRAM-resident data has at most (PMUs - lo) x PMU bytes. The bound is the smallest over
   the intervals (the optimum lies in one of them).
-* **Compute.** A section takes sum(fill) + max(steady) subject to its PCUs <= chip PCUs and PMUs <= hi.
-  Relaxing both capacities with prices (lambda per PCU, nu per PMU) and the max by one op j gives
-  sum_i min_k(fill + lambda p + nu m) + min_k(fill_j + steady_j + ...) - min_k(fill_j + ...) - lambda C - nu hi,
-  a valid bound for any prices and any j; the best over a price grid and over j is taken.
+* **Compute.** A section takes sum(fill) + max(steady) subject to its PCUs <= chip PCUs C and PMUs <= hi.
+  Its ops run at once on disjoint PCUs, so with p_k the PCUs of op k (sum p_k <= C), max(steady) is at least
+  the p-weighted mean sum(steady_k p_k) / sum(p_k) >= sum(steady_k p_k) / C (work conservation: it holds
+  for every option, nothing is assumed about how steady x p varies with p). It is also >= steady_j for any
+  op j, so for any theta in [0, 1], max(steady) >= theta steady_j + (1 - theta) sum(steady_k p_k) / C.
+  Relaxing both capacities with prices (lambda per PCU, nu per PMU; adding lambda (sum p - C) <= 0 and
+  nu (sum m - hi) <= 0) makes the bound separable per op:
+  sum_k min_opt(fill_k + (1 - theta) steady_k p_k / C + lambda p_k + nu m_k) + [the same for j with
+  theta steady_j added, minus j's own term] - lambda C - nu hi, valid for any prices, theta and j; the best
+  over a price grid, THETAS and j is taken (theta = 1 is the one-op bound).
 * **Traffic.** The cut-dependent traffic (spills, streams, outputs) is exact per section. The reads of
   placed items (weights, KV caches) are split fractionally between SRAM and the off-chip tiers (filled to a
   common level), each byte in SRAM charged mu picoseconds (the price of the shared SRAM room); the best split
@@ -33,6 +39,8 @@ from hwmodels.rdu.cost import SectionProblem
 PRICE_STEPS = 24  # lambda grid per decade-ish span, see _price_grid
 PMU_INTERVALS = 24
 MU_STEPS = 9
+FLOAT_MARGIN = 1e-9  # relative float error of the prefix sums, far below any reported gap
+THETAS = (1.0, 0.5, 0.0)  # weights of the one-op and the PCU-area bounds on max(steady)
 
 
 def _price_grid(problem: SectionProblem) -> np.ndarray:
@@ -58,36 +66,45 @@ class SectionBounds:
 
     # -- compute ----------------------------------------------------------------------------------
     def _op_tables(self) -> None:
+        """Per op and (theta, lambda, nu) column: g_fill = min_k(fill + (1 - theta) steady pcus / C + lambda p +
+        nu m) and g_total, the same with theta x steady added (see the module docstring)."""
         p = self.problem
         grid = self._prices
         lam, nu = grid[:, 0][:, None], grid[:, 1][:, None]
-        n = self.n
-        self.gf = np.zeros((n, len(grid)))
-        self.gt = np.zeros((n, len(grid)))
+        n, cap = self.n, float(p.arch.pcus)
+        width = len(THETAS) * len(grid)
+        self.gf = np.zeros((n, width))
+        self.gt = np.zeros((n, width))
         for i, opts in enumerate(p.options):
             fill = np.array([o.fill_ps for o in opts], dtype=float)[None, :]
-            total = np.array([o.fill_ps + o.steady_ps for o in opts], dtype=float)[None, :]
-            res = lam * np.array([o.pcus for o in opts])[None, :] + nu * np.array([o.pmus for o in opts])[None, :]
-            self.gf[i] = (fill + res).min(axis=1)
-            self.gt[i] = (total + res).min(axis=1)
-        self.prefix_gf = np.vstack([np.zeros(len(grid)), np.cumsum(self.gf, axis=0)])
+            steady = np.array([o.steady_ps for o in opts], dtype=float)[None, :]
+            pcus = np.array([o.pcus for o in opts], dtype=float)[None, :]
+            res = lam * pcus + nu * np.array([o.pmus for o in opts], dtype=float)[None, :]
+            for t, theta in enumerate(THETAS):
+                area = (1.0 - theta) * steady * pcus / cap
+                cols = slice(t * len(grid), (t + 1) * len(grid))
+                self.gf[i, cols] = (fill + area + res).min(axis=1)
+                self.gt[i, cols] = (fill + area + theta * steady + res).min(axis=1)
+        self.prefix_gf = np.vstack([np.zeros(width), np.cumsum(self.gf, axis=0)])
         self.min_pmus = np.array([min(o.pmus for o in opts) for opts in p.options])
         self.min_pcus = np.array([min(o.pcus for o in opts) for opts in p.options])
 
     def _compute_tables(self) -> None:
-        """Per section and PMU price nu: the best over PCU prices of the relaxed compute, before nu x cap."""
+        """Per section and PMU price nu: the best over theta and PCU prices of the relaxed compute, before nu x cap."""
         p, n, grid = self.problem, self.n, self._prices
         lams, nus = np.unique(grid[:, 0]), np.unique(grid[:, 1])
         order = np.lexsort((grid[:, 1], grid[:, 0]))  # grid rows as (lambda, nu) blocks
+        order = np.concatenate([t * len(grid) + order for t in range(len(THETAS))])  # (theta, lambda, nu) blocks
         diff = (self.gt - self.gf)[:, order]
         prefix = self.prefix_gf[:, order]
-        lam_cost = (grid[order, 0] * p.arch.pcus)[None, :]
+        lam_cost = (np.tile(grid[:, 0], len(THETAS))[order] * p.arch.pcus)[None, :]
+        blocks = len(THETAS) * len(lams)
         self._by_nu = np.full((n, n, len(nus)), -np.inf)
-        self._nus = grid[order, 1].reshape(len(lams), len(nus))[0]
+        self._nus = grid[order[: len(grid)], 1].reshape(len(lams), len(nus))[0]
         for a in range(n):
             sums = prefix[a + 1 :] - prefix[a]
             best_j = np.maximum.accumulate(diff[a:], axis=0)
-            value = (sums + best_j - lam_cost).reshape(n - a, len(lams), len(nus)).max(axis=1)
+            value = (sums + best_j - lam_cost).reshape(n - a, blocks, len(nus)).max(axis=1)
             self._by_nu[a, a:] = value
 
     def compute_lb(self, pmu_cap: int) -> np.ndarray:
@@ -222,4 +239,7 @@ def latency_lower_bound(problem: SectionProblem, bounds: SectionBounds | None = 
             if best >= overall:
                 break  # this interval cannot be the minimum
         overall = min(overall, best)
-    return overall
+    if not math.isfinite(overall):
+        return overall
+    # latencies are integer ps: round down, with a relative margin for the float sums at a tight bound
+    return float(math.floor(overall * (1.0 - FLOAT_MARGIN)))
