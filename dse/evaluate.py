@@ -79,9 +79,10 @@ class PointEvaluator:
             metrics.info.setdefault("solver", {k: v for k, v in mapping.solver.items() if k in SOLVER_FACTS})
         if self.accuracy is not None:
             metrics.values.update(self.accuracy(arch, mapping))
-        for layer in metrics.layers:  # a quantized import's per-layer precision, for the per-layer report and CSV
-            if layer.layer in self._precisions:
-                layer.extra["precision"] = self._precisions[layer.layer]
+        if self._precisions:  # a quantized import's per-layer precision, for the per-layer report and CSV
+            for layer in metrics.layers:
+                if layer.layer in self._precisions:
+                    layer.extra["precision"] = self._precisions[layer.layer]
         return Trace(arch, mapping, metrics)
 
     def __call__(self, point: Mapping[str, Any]) -> Metrics:

@@ -27,6 +27,7 @@ import numpy as np
 from dse.finish import atomic_write
 from dse.graph import Graph
 from dse.quant.accuracy import csim_accuracy
+from dse.quant.data import output_agreement
 from dse.quant.hls_network import (
     WEIGHT_SEED,
     ExportError,
@@ -211,8 +212,7 @@ def _csim(model, plan, design: Design) -> dict[str, Any]:
         "samples": CSIM_SAMPLES,
         "input_seed": INPUT_SEED,
         "compile_s": round(compile_s, 2),
-        "max_abs_error": float(np.max(np.abs(y - ref))),
-        "argmax_agreement": float(np.mean(np.argmax(y, axis=1) == np.argmax(ref, axis=1))),
+        **output_agreement(y, ref),
     }
 
 

@@ -202,12 +202,6 @@ def baseline_metric_accuracy(data: pd.DataFrame) -> dict[str, tuple[np.ndarray, 
     return out
 
 
-def contract_rows_for(rows: ContractRows, index: Sequence[int]) -> ContractRows:
-    """A subset of contract rows (the hybrid's candidates)."""
-    idx = np.asarray(index, dtype=int)
-    return ContractRows(rows.names, rows.matrix[idx], {m: v[idx] for m, v in rows.baseline.items()}, rows.failed[idx])
-
-
 def is_contract(data: pd.DataFrame) -> bool:
     return "feature_set" in data.columns and bool((data["feature_set"] == FEATURE_SET).all())
 

@@ -110,14 +110,6 @@ def apply_spec_sparsity(graph: Graph, spec: Any) -> Graph:
     return with_sparsity(graph, by_op)
 
 
-def sparsity_summary(graph: Graph) -> dict[str, int]:
-    """How many ops carry each sparsity label (for ``dse validate`` and the report)."""
-    out: dict[str, int] = {}
-    for op in weighted_ops(graph):
-        out[op.sparsity.label] = out.get(op.sparsity.label, 0) + 1
-    return out
-
-
 def check_spec_sparsity(spec: Any) -> None:
     """Check a spec's ``workload.sparsity`` without its model (layer names are checked once the graph
     exists): GraphError with one clear message otherwise."""

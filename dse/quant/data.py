@@ -95,14 +95,17 @@ def accuracy(outputs: np.ndarray, data: Dataset) -> float:
     return 1.0 - ss_res / ss_tot if ss_tot > 0 else float(ss_res == 0)
 
 
+def output_agreement(out: np.ndarray, reference: np.ndarray) -> dict[str, float]:
+    """How closely ``out`` (N, outputs) follows ``reference``: argmax agreement and the largest |error|."""
+    return {
+        "argmax_agreement": float(np.mean(np.argmax(out, axis=1) == np.argmax(reference, axis=1))),
+        "max_abs_error": float(np.max(np.abs(out - reference))),
+    }
+
+
 def compare_outputs(
     out: np.ndarray, reference: np.ndarray, data: Dataset, reference_accuracy: float
 ) -> dict[str, float]:
     """The four accuracy metrics of quantized outputs ``out`` against the float network's ``reference``."""
     acc = accuracy(out, data)
-    return {
-        "accuracy": acc,
-        "accuracy_drop": reference_accuracy - acc,
-        "argmax_agreement": float(np.mean(np.argmax(out, axis=1) == np.argmax(reference, axis=1))),
-        "max_abs_error": float(np.max(np.abs(out - reference))),
-    }
+    return {"accuracy": acc, "accuracy_drop": reference_accuracy - acc, **output_agreement(out, reference)}

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hwmodels.catalogs.gpu_tuning import Calibration, GpuTuning, KernelTuning, default_tuning
+from hwmodels.catalogs.gpu_tuning import Calibration, GpuTuning, default_tuning
 from hwmodels.gpu.cost import Gemm, Tile, gemm_cost, memory_kernel_cost
 from mappers.gpu import best_tile
 from templates.gpu import GpuArch
@@ -359,10 +359,6 @@ def cross_validate(
         for i in held:
             predicted[i] = predict_seconds(rows[i], fitted)
     return CrossValidation(rows, predicted, mape_by_kind(rows, predicted))
-
-
-def kernel_tunings(tuning: GpuTuning) -> dict[str, KernelTuning]:
-    return {k.kind: k for k in tuning.kernels}
 
 
 @dataclass

@@ -230,8 +230,3 @@ class GpuModel:
             ],
         }
         return Metrics(values=values, energy_breakdown_pj=totals, layers=layers, info=info)
-
-
-def roofline(arch: GpuArch) -> tuple[float, float]:
-    """(peak operations/s of the GEMM math, DRAM bytes/s): the two roofs of the GPU's roofline plot."""
-    return arch.peak_flops, arch.bytes_per_s

@@ -19,14 +19,6 @@ def hop_cycles(arch: MulticoreArch, a: int, b: int) -> int:
     return arch.hops(a, b) * arch.hop_latency_cycles
 
 
-def transfer_cycles(arch: MulticoreArch, nbytes: float, a: int, b: int) -> int:
-    """Cycles to move ``nbytes`` from core ``a`` to core ``b`` on an idle interconnect: serialisation on a
-    link plus the hops."""
-    if a == b or nbytes <= 0:
-        return 0
-    return link_cycles(arch, nbytes) + hop_cycles(arch, a, b)
-
-
 def transfer_energy_pj(arch: MulticoreArch, nbytes: float, a: int, b: int) -> float:
     """Interconnect energy: bytes x hops x the per-byte-per-hop price."""
     return nbytes * arch.noc_pj_per_byte * arch.hops(a, b)
