@@ -7,7 +7,9 @@ BERT-base (128 tokens), and a Llama-2-7B-shaped layer stack (4 layers, decode ov
 run in a subprocess on the same pickled graphs, with its defaults. Optionally times a whole
 ``dse explore`` of a spec (``--explore designs/gpt2_decode_rdu.yaml``).
 
-Run: ``.venv/bin/python benchmarks/rdu_solver_bench.py [--before /tmp/head] [--explore SPEC]``
+``--grid SPEC`` solves every point of an rdu spec's parameter grid one by one and prints the gap and time of each.
+
+Run: ``.venv/bin/python benchmarks/rdu_solver_bench.py [--before /tmp/head] [--grid SPEC] [--explore SPEC]``
 """
 
 from __future__ import annotations
@@ -57,11 +59,51 @@ def solve_all(graph_file: str, options: dict) -> dict:
     return out
 
 
+def grid_summary(spec_path: str, options: dict) -> None:
+    """Solve each point of the spec's parameter grid (its workload, one process): status, gap and seconds."""
+    import itertools
+
+    import numpy as np
+    import yaml
+
+    from dse.session import build_graph
+    from dse.spec.load import load_spec
+    from mappers.rdu.sections import RduSectionMapper, clear_cache
+    from templates.rdu import RduTemplate
+
+    spec = load_spec(spec_path)
+    graph = build_graph(spec)
+    params = yaml.safe_load(Path(spec_path).read_text())["template"]["params"]
+    names = list(params)
+    grids = [v if isinstance(v, list) else [v] for v in params.values()]
+    mapper_options = {**dict(spec.template.mapper_options or {}), **options}
+    print(f"\n{spec_path}: every grid point ({graph.name}, {len(graph.ops)} ops), mapper options {mapper_options}")
+    gaps, seconds, statuses = [], [], []
+    for values in itertools.product(*grids):
+        point = dict(zip(names, values))
+        arch = RduTemplate().instantiate(point)
+        clear_cache()
+        started = time.perf_counter()
+        solver = RduSectionMapper(**mapper_options).map(graph, arch).solver
+        seconds.append(time.perf_counter() - started)
+        gaps.append(solver["gap"])
+        statuses.append(solver["status"])
+        shown = " ".join(f"{k}={v}" for k, v in point.items() if k != "preset")
+        print(f"  {shown:<40} {solver['status']:<16} gap {solver['gap']:.4f} {seconds[-1]:6.2f} s")
+    gaps_a, secs_a = np.array(gaps), np.array(seconds)
+    print(
+        f"  {len(gaps)} points: gap <= 1 % on {np.mean(gaps_a <= 0.01):.0%}, median gap {np.median(gaps_a):.4f}, "
+        f"max {gaps_a.max():.4f}; seconds median {np.median(secs_a):.2f}, max {secs_a.max():.2f}, "
+        f"total {secs_a.sum():.1f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", help="another checkout whose sections mapper is the 'before'")
     parser.add_argument("--time-limit", type=float, default=None, help="deterministic limit of 'after' (s)")
     parser.add_argument("--explore", help="also time `dse explore SPEC` (2 local workers)")
+    parser.add_argument("--grid", help="also solve every grid point of an rdu SPEC's params, one by one")
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:  # subprocess mode: solve with the checkout first on sys.path
@@ -96,6 +138,8 @@ def main() -> None:
                     f"{name:<18} {r['ops']:>4} {run:<6} {r['status']:<16} {r['latency_us']:>11.3f} "
                     f"{r['bound_us']:>10.3f} {r['gap']:>7.4f} {r['seconds']:>6.2f}"
                 )
+    if args.grid:
+        grid_summary(args.grid, options)
     if args.explore:
         with tempfile.TemporaryDirectory() as tmp:
             started = time.perf_counter()

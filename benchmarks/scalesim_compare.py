@@ -22,7 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
-from scalesim_runner import ScaleSimConfig, ScaleSimLayer, predict, run_scalesim  # noqa: E402
+from scalesim_runner import predict  # noqa: E402
+
+from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, run_scalesim  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data" / "scalesim" / "resnet18_per_layer.csv"
 METRICS = {

@@ -12,7 +12,9 @@ from surrogates.contract import supported_templates
 from surrogates.contract_model import load_surrogate
 from surrogates.dataset import build_dataset, check_dataset, design_frame, workloads_from_args
 from surrogates.evaluate import REPORTED_TARGETS, design_accuracy, format_table, scatter_html
+from surrogates.measured import register as register_measured
 from surrogates.model import MODEL_KINDS
+from surrogates.scalesim_truth import ScaleSimTruth, default_cache_dir
 from surrogates.train import train
 
 
@@ -33,6 +35,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--executor", default=None, help="serial | local (default) | dask | tcp://HOST:PORT")
     d.add_argument("--workers", type=int, default=None)
+    d.add_argument(
+        "--truth",
+        choices=("model", "scalesim"),
+        default="model",
+        help="model (default: the spec's mapper and model) | scalesim (real SCALE-Sim 3.0.0 on every MAC-array "
+        "layer of each systolic design, parallel on the executors, cached per layer and array config)",
+    )
+    d.add_argument(
+        "--scalesim-cache",
+        metavar="DIR",
+        default=None,
+        help=f"where --truth scalesim keeps its per-layer reports (default {default_cache_dir()})",
+    )
     d.set_defaults(func=cmd_dataset)
 
     t = ss.add_parser("train", help="train a surrogate; report held-out-workload, random-split and CV accuracy")
@@ -57,6 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--plot", metavar="OUT.html", help="write a predicted-vs-true plotly plot")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_eval)
+    register_measured(ss)  # dse surrogate measured: datasets whose truth is real measurements
 
 
 def _read_dataset(path: str):
@@ -87,6 +103,9 @@ def cmd_dataset(args: argparse.Namespace) -> int:
             where=spec.locate("template.kind"),
         )
     workloads = workloads_from_args(spec, args.workload or [])
+    scalesim = None
+    if args.truth == "scalesim":
+        scalesim = ScaleSimTruth(Path(args.scalesim_cache) if args.scalesim_cache else default_cache_dir())
     data = build_dataset(
         spec.template.kind,
         spec.design_space(),
@@ -99,7 +118,13 @@ def cmd_dataset(args: argparse.Namespace) -> int:
         executor=args.executor,
         workers=args.workers,
         base_dir=spec.base_dir,
+        scalesim=scalesim,
     )
+    if scalesim is not None:
+        print(
+            f"SCALE-Sim truth: {scalesim.simulated} layer runs in {scalesim.sim_seconds:.1f} s, {scalesim.cached} "
+            f"found in {scalesim.cache_dir}" + (f", {scalesim.failed} failed" if scalesim.failed else "")
+        )
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     data.to_parquet(out, index=False)

@@ -9,7 +9,8 @@ A row per design point holds
 - the template's closed-form estimate (``BASELINE_MAPPERS``: the family's cheap mapper through its own
   hardware model -- the systolic fold closed forms, the RDU's best heuristic section plan priced by its
   cost model plus the section lower bound, the GPU kernel cost, the FPGA analytical resources, the
-  multicore greedy schedule): its metrics on a log scale and the per-layer shares of where its cycles go.
+  multicore scheduler's own seed schedule, load-balanced (``surrogates.multicore_baseline``)): its metrics
+  on a log scale and the per-layer shares of where its cycles go.
 
 The surrogate learns ``log(truth / baseline)`` per metric: the truth is the expensive evaluator (CP-SAT
 mapper, section solver, multicore scheduler, or a measurement), the baseline is what is cheap.
@@ -20,13 +21,13 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
 from dse.graph import Graph, OpKind
-from dse.registry import family, make_mapper
+from dse.registry import family, make_mapper, mapper_option_names
 from hwmodels.base import Metrics
 from hwmodels.rdu.cost import plan_cost
 from mappers.base import Mapping as OpsMapping
@@ -35,6 +36,7 @@ from mappers.rdu.heuristics import heuristic_plans
 from mappers.rdu.problem import build_problem
 from mappers.rdu.sections import to_mapping
 from mappers.systolic.fold import ARRAY_KINDS, lower_op
+from surrogates.multicore_baseline import MulticoreBalancedMapper
 from templates.base import Param, Template
 
 CONTRACT_VERSION = 1
@@ -95,7 +97,7 @@ BASELINE_MAPPERS: dict[str, Any] = {
     "rdu": RduHeuristicMapper,
     "gpu": "tile",
     "fpga_dataflow": "hls4ml",
-    "multicore": "greedy",
+    "multicore": MulticoreBalancedMapper,
 }
 
 
@@ -188,11 +190,14 @@ def param_features(template: Template, points: Sequence[Mapping[str, Any]], fixe
 
 @dataclass
 class ClosedForm:
-    """The family's closed-form evaluator (``BASELINE_MAPPERS``) on one graph: point -> Metrics."""
+    """The family's closed-form evaluator (``BASELINE_MAPPERS``) on one graph: point -> Metrics.
+
+    ``options`` are the truth mapper's options; the closed form takes those it shares (the objective)."""
 
     graph: Graph
     template_kind: str
     fixed: dict[str, Any]
+    options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.template_kind not in BASELINE_MAPPERS:
@@ -200,7 +205,8 @@ class ClosedForm:
         fam = family(self.template_kind)
         mapper = BASELINE_MAPPERS[self.template_kind]
         self._template = fam.template()
-        self._mapper = make_mapper(self.template_kind, mapper) if isinstance(mapper, str) else mapper()
+        shared = baseline_options(self.template_kind, self.options)
+        self._mapper = make_mapper(self.template_kind, mapper, shared) if isinstance(mapper, str) else mapper(**shared)
         self._hwmodel = fam.hwmodel()
 
     def __call__(self, point: Mapping[str, Any]) -> Metrics:
@@ -209,6 +215,17 @@ class ClosedForm:
         metrics = self._hwmodel.evaluate(mapping, arch)
         metrics.info.setdefault("solver", dict(mapping.solver))
         return metrics
+
+
+def baseline_options(template_kind: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The truth mapper's options the family's closed-form mapper also has (its objective, its layer cap)."""
+    mapper = BASELINE_MAPPERS[template_kind]
+    allowed = (
+        set(mapper_option_names(template_kind, mapper))
+        if isinstance(mapper, str)
+        else {f.name for f in fields(mapper) if f.name != "name"}
+    )
+    return {k: v for k, v in options.items() if k in allowed}
 
 
 def baseline_feature_names() -> list[str]:
@@ -255,11 +272,12 @@ def contract_features(
     fixed: Mapping[str, Any],
     stats: Mapping[str, float] | None = None,
     baseline: ClosedForm | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> ContractRows:
     """Contract rows of ``points`` on ``graph``: graph statistics, parameters and the closed form."""
     template = family(template_kind).template()
     stats = stats if stats is not None else graph_statistics(graph)
-    baseline = baseline or ClosedForm(graph, template_kind, dict(fixed))
+    baseline = baseline or ClosedForm(graph, template_kind, dict(fixed), dict(options or {}))
     n = len(points)
     base_rows, failed = [], np.zeros(n, dtype=bool)
     values = {m: np.full(n, np.nan) for m in CONTRACT_METRICS}

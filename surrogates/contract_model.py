@@ -35,10 +35,14 @@ from surrogates.contract import (
     param_features,
 )
 from surrogates.model import SurrogateModel, make_design_regressor, read_model_file, save_model, versions
+from surrogates.op_contract import LayerSurrogate, is_layer
 
 FEATURE_SET = "contract"
 PARAM_PREFIX = "param_"
 TINY = 1e-30
+# counts that are 0 on many designs (FPGA DSPs: LUT-built multipliers): learned as log((truth + 1) / (closed
+# form + 1)), so a design the closed form gives 0 and synthesis does not is a finite target, not log(x / 1e-30)
+COUNT_OFFSET = {"dsp": 1.0}
 
 
 @dataclass
@@ -47,6 +51,12 @@ class ContractTask:
 
     truth: PointEvaluator
     closed_form: ClosedForm
+
+    def __post_init__(self) -> None:
+        # the closed form follows the truth's objective (a caller that built it without the options)
+        if not self.closed_form.options and self.truth.mapper_options:
+            cf = self.closed_form
+            self.closed_form = ClosedForm(cf.graph, cf.template_kind, cf.fixed, dict(self.truth.mapper_options))
 
     def __call__(self, point: Mapping[str, Any]) -> tuple[dict[str, float], list[float], dict[str, float]]:
         metrics = self.truth(point)
@@ -108,9 +118,11 @@ class ContractSurrogate:
     versions: dict[str, str] = field(default_factory=versions)
     trained_on: list[str] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
+    baseline_options: dict[str, Any] = field(default_factory=dict)  # the closed form's options (objective)
+    corrected: list[bool] | None = None  # per metric: the learned correction kept (None: all)
 
     @classmethod
-    def fit(cls, data: pd.DataFrame, kind: str = "rf", seed: int = 0) -> ContractSurrogate:
+    def fit(cls, data: pd.DataFrame, kind: str = "rf", seed: int = 0, regressor: Any = None) -> ContractSurrogate:
         kinds = sorted(data["template"].unique())
         if len(kinds) != 1:
             raise UserError(f"a contract dataset must hold one template, this one holds {', '.join(kinds)}")
@@ -123,21 +135,33 @@ class ContractSurrogate:
         if not names:
             raise UserError("no metric has both a closed-form value and a truth on every design of the dataset")
         targets = np.column_stack(
-            [log_ratio(data[f"design_{m}"].to_numpy(float), data[f"base_{m}"].to_numpy(float)) for m in names]
+            [
+                log_ratio(
+                    data[f"design_{m}"].to_numpy(float) + COUNT_OFFSET.get(m, 0.0),
+                    data[f"base_{m}"].to_numpy(float) + COUNT_OFFSET.get(m, 0.0),
+                )
+                for m in names
+            ]
         )
-        regressor = make_design_regressor(kind, seed)
-        regressor.fit(np.nan_to_num(data[schema["features"]].to_numpy(float), nan=-1.0), targets)
-        return cls(kind, kinds[0], names, regressor, schema, trained_on=sorted(data["workload"].unique()))
+        x = np.nan_to_num(data[schema["features"]].to_numpy(float), nan=-1.0)
+        corrected = correction_helps(x, targets, data["workload"].to_numpy(), kind, seed)
+        regressor = regressor if regressor is not None else make_design_regressor(kind, seed)  # hybrid: its own
+        regressor.fit(x, targets)
+        model = cls(kind, kinds[0], names, regressor, schema, trained_on=sorted(data["workload"].unique()))
+        model.corrected = corrected
+        return model
 
     # ------------------------------------------------------------------------------------- predicting
     def _values(self, x: np.ndarray, base: Mapping[str, np.ndarray], regressors: Sequence[Any]) -> list[np.ndarray]:
         """(designs, metrics) predictions once per regressor."""
         x = np.nan_to_num(x, nan=-1.0)
         base_block = np.column_stack([np.asarray(base[m], dtype=float) for m in self.metric_names])
+        offset = np.array([COUNT_OFFSET.get(m, 0.0) for m in self.metric_names])
         out = []
         for regressor in regressors:
             ratios = np.asarray(regressor.predict(x)).reshape(len(x), len(self.metric_names))
-            out.append(np.maximum(base_block, 0.0) * np.exp(ratios))
+            ratios = ratios * np.asarray(getattr(self, "corrected", None) or [True] * len(self.metric_names))
+            out.append(np.maximum((np.maximum(base_block, 0.0) + offset) * np.exp(ratios) - offset, 0.0))
         return out
 
     def predict_frame(self, data: pd.DataFrame) -> pd.DataFrame:
@@ -150,7 +174,7 @@ class ContractSurrogate:
     def _rows(self, graph: Graph, template_kind: str, points: Sequence[Mapping[str, Any]], fixed: Any) -> ContractRows:
         if template_kind != self.template_kind:
             raise UserError(f"this surrogate was trained for template {self.template_kind}, not {template_kind}")
-        rows = contract_features(graph, template_kind, points, fixed)
+        rows = contract_features(graph, template_kind, points, fixed, options=getattr(self, "baseline_options", {}))
         if rows.failed.any():
             index = int(np.argmax(rows.failed))
             raise ValueError(f"the closed form refused point {dict(points[index])}")
@@ -192,6 +216,25 @@ class ContractSurrogate:
             )
 
 
+def correction_helps(x: np.ndarray, targets: np.ndarray, workloads: np.ndarray, kind: str, seed: int) -> list[bool]:
+    """Per metric, whether the learned correction beats the closed form alone on workloads it did not see
+    (leave one workload out, mean |log error|), measured on the training data only. A metric whose residual
+    is noise across networks (a solver stopped by its time limit) keeps the closed form instead of a
+    correction that extrapolates. Fewer than three workloads: every correction is kept."""
+    groups = np.unique(workloads)
+    if len(groups) < 3:
+        return [True] * targets.shape[1]
+    predicted = np.zeros_like(targets)
+    for group in groups:
+        test = workloads == group
+        regressor = make_design_regressor(kind, seed)
+        regressor.fit(x[~test], targets[~test])
+        predicted[test] = np.asarray(regressor.predict(x[test])).reshape(int(test.sum()), targets.shape[1])
+    learned = np.abs(predicted - targets).mean(axis=0)
+    alone = np.abs(targets).mean(axis=0)
+    return [bool(a < b) for a, b in zip(learned, alone)]
+
+
 def baseline_metric_accuracy(data: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """(truth, closed form) per metric of a contract dataset: what the learning starts from."""
     out = {}
@@ -207,7 +250,10 @@ def is_contract(data: pd.DataFrame) -> bool:
 
 
 def fit_surrogate(data: pd.DataFrame, kind: str, seed: int = 0, level: str = "op") -> Any:
-    """The surrogate a dataset calls for: the contract model for contract rows, else the systolic one."""
+    """The surrogate a dataset calls for: the contract model for contract rows, the layer model for layer
+    rows (``surrogates.op_contract``), else the systolic one."""
+    if is_layer(data):
+        return LayerSurrogate.fit(data, kind, seed)
     if is_contract(data):
         return ContractSurrogate.fit(data, kind, seed)
     return SurrogateModel.fit(data, kind, seed, level)
@@ -216,7 +262,7 @@ def fit_surrogate(data: pd.DataFrame, kind: str, seed: int = 0, level: str = "op
 def load_surrogate(path: str | Path) -> Any:
     """A saved surrogate of either kind, its schema checked against this code's."""
     model = read_model_file(path)
-    if not isinstance(model, (SurrogateModel, ContractSurrogate)):
+    if not isinstance(model, (SurrogateModel, ContractSurrogate, LayerSurrogate)):
         raise UserError("is not a dse surrogate model; train one with `dse surrogate train`", where=str(path))
     model.check_schema(str(path))
     return model

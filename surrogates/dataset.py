@@ -29,6 +29,8 @@ from dse.workload import load_workload
 from surrogates import features as feat
 from surrogates.contract import ClosedForm
 from surrogates.contract_model import FEATURE_SET, ContractTask, contract_frame, is_contract
+from surrogates.op_contract import is_layer
+from surrogates.scalesim_truth import ScaleSimTruth
 
 OP_TARGETS = ("cycles", "energy_pj")
 DESIGN_TARGETS = ("latency_cycles", "latency_ms", "energy_mj", "area_mm2", "power_w")
@@ -127,14 +129,22 @@ def build_dataset(
     workers: int | None = None,
     base_dir: Path | None = None,
     features: str | None = None,
+    scalesim: ScaleSimTruth | None = None,
 ) -> pd.DataFrame:
     """Sample ``n`` points per workload and evaluate them; failed points are left out (and counted).
 
-    The truth is the spec's mapper through the family's model. The systolic template with its closed-form
-    fold mapper gets op rows (``surrogates.features``); every other (template, mapper) gets one row per
-    design under the feature contract (``surrogates.contract``), the closed form as the baseline."""
+    The truth is the spec's mapper through the family's model, or with ``scalesim`` real SCALE-Sim on
+    every MAC-array layer (``surrogates.scalesim_truth``; systolic only). The systolic template with its
+    closed-form fold mapper gets op rows (``surrogates.features``); every other (template, mapper) gets
+    one row per design under the feature contract (``surrogates.contract``), the closed form as the baseline."""
     frames = []
     contract = (features or feature_set(template_kind, mapper)) == FEATURE_SET
+    if scalesim is not None and (template_kind != "systolic" or contract):
+        raise UserError(
+            f"--truth scalesim simulates systolic arrays with the fold mapping, not template {template_kind!r} "
+            f"with mapper {mapper!r}",
+            where="template.kind",
+        )
     with make_executor(executor, workers) as pool:
         for w_index, workload in enumerate(workloads):
             graph = workload.build(base_dir)
@@ -155,13 +165,14 @@ def build_dataset(
                 )
                 continue
             ops = feat.op_table(graph)
-            task = LayerTargets(
-                PointEvaluator(graph, template_kind, mapper, dict(fixed), dict(mapper_options or {})), ops.members
-            )
+            evaluator = PointEvaluator(graph, template_kind, mapper, dict(fixed), dict(mapper_options or {}))
             results: dict[int, tuple[np.ndarray, dict[str, float]]] = {}
-            for outcome in pool.map(task, points):
-                if outcome.ok:
-                    results[outcome.index] = outcome.value
+            if scalesim is not None:
+                results = scalesim.targets(pool, evaluator, ops.members, points)
+            else:
+                for outcome in pool.map(LayerTargets(evaluator, ops.members), points):
+                    if outcome.ok:
+                        results[outcome.index] = outcome.value
             kept = sorted(results)
             if not kept:
                 raise UserError(f"every sampled point of {workload.label} failed to evaluate", where="template.params")
@@ -243,7 +254,7 @@ def design_frame(data: pd.DataFrame) -> pd.DataFrame:
 
 def check_dataset(data: pd.DataFrame, path: str) -> None:
     """Refuse a file that is not a dataset of this schema, naming what is missing."""
-    if is_contract(data):
+    if is_contract(data) or is_layer(data):  # design rows, or layer rows (surrogates.op_contract)
         needed = ["workload", "design", "template", *(f"design_{m}" for m in ("latency_ms", "latency_cycles"))]
         missing = [c for c in needed if c not in data.columns]
         if not missing:

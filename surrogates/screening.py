@@ -1,12 +1,19 @@
-"""``evaluator: hybrid``: screen the space with a random forest, evaluate exactly only what may lie on the front.
+"""``evaluator: hybrid``: screen the space with a tree ensemble, evaluate exactly only what may lie on the front.
 
-It evaluates a stratified initial sample exactly, fits a per-op forest on those designs' ops (a few
-designs give hundreds of op rows), predicts every candidate with every tree, and evaluates exactly
-the candidates whose *optimistic* prediction (mean - kappa * spread across trees, in log space) is
-feasible and not dominated by the exact front; refit, repeat until no candidate is promising or the
-exact budget is spent. The unevaluated rest is stored as predicted (``exact = false``); since every
-one of them is dominated by an exact point even optimistically, the front the explorer computes is
-made of exact points. ``HybridSweep`` is a ``dse.explore.Sweep`` that drives this loop.
+It evaluates an initial sample exactly (half on the closed form's own front for contract templates --
+``surrogates.contract.BASELINE_MAPPERS`` ranks like the expensive mapper -- half at random), fits an
+ensemble of extremely randomised trees on those designs (per op for the systolic fold model, per design
+on the feature contract otherwise), predicts every candidate with every tree, and evaluates exactly the
+candidates whose *optimistic* prediction (mean - kappa * spread across trees, in log space) is feasible
+and not dominated by the exact front, those the most trees put on the front first; refit, repeat until
+no candidate is promising or the exact cap is spent. Contract templates compute every candidate's closed
+form on the worker pool; where it proves a latency lower bound (the RDU's sections) no prediction goes
+below it, and power is each tree's energy over its latency where the exact points obey that identity.
+
+The front is made of exact points only: a predicted candidate is stored (``exact = false``) only when its
+prediction is infeasible or dominated by an exact point, so it can never reach the front; those the cap
+left unresolved are not stored (a note says how many). ``HybridSweep`` is the ``dse.explore.Sweep``
+that drives this loop.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.executors import Executor
 from dse.explore import Display, Sweep
+from dse.pareto import pareto_mask
 from dse.search import Observation
 from dse.store import FlatMetricsEvaluator, PointRecord
 from hwmodels.base import Metrics
@@ -31,6 +39,7 @@ from surrogates.contract_model import ContractSurrogate, contract_frame, load_su
 from surrogates.dataset import WorkloadSpec, design_rows, feature_set
 from surrogates.model import SurrogateModel, metrics_from_totals
 
+LATENCY_METRICS = ("latency_ms", "latency_cycles")
 PREDICTED_METRICS = ("latency_cycles", "latency_ms", "energy_mj", "area_mm2", "power_w", "edp", "throughput_ips")
 
 
@@ -55,7 +64,8 @@ class HybridEvaluator:
     each round evaluates up to ``batch_fraction`` more; exact evaluations stop at
     ``max_exact_fraction``. ``kappa`` scales the forest's spread into the optimistic bound.
     ``model_path`` (optional) is a trained surrogate that picks the initial sample around its
-    predicted front instead of at random.
+    predicted front instead of at random. ``explore_share`` of each round goes to the least sure
+    promising candidates (0 by default: on the RDU and CP-SAT spaces it lost front points at the cap).
     """
 
     exact: PointEvaluator
@@ -65,6 +75,7 @@ class HybridEvaluator:
     batch_fraction: float = 0.02
     max_exact_fraction: float = 0.2
     kappa: float = 1.0
+    explore_share: float = 0.0
     trees: int = 48
     seed: int = 0
 
@@ -73,13 +84,37 @@ class HybridEvaluator:
 
 
 @dataclass
+class ClosedRow:
+    """A candidate's closed form: its contract feature row, its metric values and, where the closed form
+    proves one (the RDU's section lower bound), the floor of the truth's latency as a share of its own."""
+
+    features: list[float]
+    metrics: dict[str, float]
+    latency_floor: float = float("nan")
+
+
+def closed_row(metrics: Metrics) -> ClosedRow:
+    """The ``ClosedRow`` of one design's closed-form Metrics (the floor is the solver's bound / value)."""
+    features, values = baseline_row(metrics)
+    solver = metrics.info.get("solver", {})
+    bound, value = float(solver.get("bound") or 0.0), float(solver.get("value") or 0.0)
+    floor = bound / value if 0.0 < bound <= value else float("nan")
+    return ClosedRow(features, values, floor)
+
+
+@dataclass
 class ExactTask:
-    """Worker task: the exact Metrics of a point, flattened for the store, plus its per-op targets."""
+    """Worker task: ``("exact", point)`` -> the exact Metrics of a point, flattened for the store, plus its
+    per-op targets; ``("closed", point)`` -> its ``ClosedRow`` (one task, so the worker pool is built once)."""
 
     evaluator: Any
     representatives: list[str]
+    closed_form: ClosedForm | None = None
 
-    def __call__(self, point: Mapping[str, Any]) -> tuple[Any, np.ndarray]:
+    def __call__(self, job: tuple[str, Mapping[str, Any]]) -> Any:
+        kind, point = job
+        if kind == "closed":
+            return closed_row(self.closed_form(point))
         metrics = self.evaluator(point)
         by_name = {layer.layer: layer for layer in metrics.layers}
         per_op = np.array([[by_name[n].cycles, by_name[n].energy_pj] for n in self.representatives], dtype=float)
@@ -111,18 +146,24 @@ class HybridSweep(Sweep):
         self._hybrid = hybrid
         self._ops = None if self._contract else feat.op_table(exact.graph)
         self._names = [] if self._contract else self._ops.names
-        self._closed_form = ClosedForm(exact.graph, exact.template_kind, dict(exact.fixed)) if self._contract else None
-        self._contract_rows: dict[str, tuple[list[float], dict[str, float]]] = {}
-        self._task = ExactTask(exact, self._names)
+        self._closed_form = (
+            ClosedForm(exact.graph, exact.template_kind, dict(exact.fixed), dict(exact.mapper_options))
+            if self._contract
+            else None
+        )
+        self._contract_rows: dict[str, ClosedRow] = {}
+        self._task = ExactTask(exact, self._names, self._closed_form)
         self._candidates: dict[str, Candidate] = {}
         self.exact_rounds = 0
+        self.unresolved = 0
         budget = self.strategy.budget
-        self._cap = max(hybrid.initial_min, math.ceil(hybrid.max_exact_fraction * budget))
+        self._cap = max(hybrid.initial_min, math.floor(hybrid.max_exact_fraction * budget + 1e-9))
         n0 = min(self._cap, max(hybrid.initial_min, math.ceil(hybrid.initial_fraction * budget)))
         self._reuse_stored()
         if self.strategy.replays:  # a sampler: exact answers for its first proposals, then predictions
             first = self.strategy.ask(n0)
             self._add(first)
+            self._closed_forms(pool)
             self._evaluate_exact([self._candidates[self.key(p.point)] for p in first], pool, display)
             self.strategy.tell(first, [self._observation(self.key(p.point)) for p in first])
             self.proposed = len(first)
@@ -131,6 +172,7 @@ class HybridSweep(Sweep):
                 if not batch:
                     break
                 self._add(batch)
+                self._closed_forms(pool)
                 self._predict()
                 self.strategy.tell(batch, [self._observation(self.key(p.point)) for p in batch])
                 self.proposed += len(batch)
@@ -138,6 +180,7 @@ class HybridSweep(Sweep):
             proposals = self.strategy.ask(budget)
             self.proposed = len(proposals)
             self._add(proposals)
+            self._closed_forms(pool)
             self._evaluate_exact(self._initial_sample(n0), pool, display)
         self._refine(pool, display)
         self._predict()  # candidates the loop never predicted (the cap was reached by the initial sample)
@@ -148,6 +191,11 @@ class HybridSweep(Sweep):
             f"over {self.exact_rounds} refinement rounds; {self.predicted} stored as predicted (exact = false)"
             + ("; stopped at the exact-evaluation cap" if self.budget_hit else "")
         ]
+        if self.unresolved:
+            self.notes.append(
+                f"hybrid: {self.unresolved} candidates the cap left unresolved (predicted feasible and not "
+                "dominated by an exact point) are not stored; raise max_exact_fraction to resolve them"
+            )
 
     # -- candidates ------------------------------------------------------------------------
     def _add(self, proposals: Sequence[Any]) -> None:
@@ -163,15 +211,29 @@ class HybridSweep(Sweep):
             self._stored[record.key] = record
 
     def _initial_sample(self, n: int) -> list[Candidate]:
+        """Half around the front the closed form predicts (contract templates) or a trained model predicts
+        (``model_path``), the rest at random over the space: the forest sees both the front and the spread."""
         cands = list(self._candidates.values())
         rng = np.random.default_rng(self._hybrid.seed)
         chosen: list[Candidate] = []
         if self._hybrid.model_path:
             chosen = self._pretrained_front(cands, n // 2)
+        elif self._contract:
+            chosen = self._closed_form_front(cands, n // 2)
         rest = [c for c in cands if c not in chosen]
         for i in rng.permutation(len(rest))[: max(0, n - len(chosen))]:
             chosen.append(rest[int(i)])
         return chosen
+
+    def _closed_form_front(self, cands: list[Candidate], n: int) -> list[Candidate]:
+        """The first ``n`` candidates by the closed form's own front layers (feasible ones first)."""
+        values = np.array(
+            [[o.to_min(self._closed(c).metrics.get(o.metric, np.nan)) for o in self.objectives] for c in cands],
+            dtype=float,
+        )
+        feasible = np.array([all(k.violation(self._closed(c).metrics) == 0.0 for k in self.constraints) for c in cands])
+        order = np.argsort(layer_ranks(np.where(feasible[:, None], values, np.nan)), kind="stable")
+        return [cands[int(i)] for i in order[:n]]
 
     def _pretrained_front(self, cands: list[Candidate], n: int) -> list[Candidate]:
         model = load_surrogate(self._hybrid.model_path)
@@ -180,7 +242,7 @@ class HybridSweep(Sweep):
             exact.graph, exact.template_kind, [c.point for c in cands], exact.fixed, self._ops
         )
         values = np.column_stack([o.to_min(1.0) * frame[o.metric].to_numpy(float) for o in self.objectives])
-        order = np.argsort(domination_counts(values), kind="stable")
+        order = np.argsort(layer_ranks(values), kind="stable")
         return [cands[int(i)] for i in order[:n]]
 
     # -- exact evaluation --------------------------------------------------------------------
@@ -201,7 +263,7 @@ class HybridSweep(Sweep):
                 self.count(record, reused=True, display=display)
             else:
                 fresh.append(cand)
-        for outcome in pool.map(self._task, [c.point for c in fresh]):
+        for outcome in pool.map(self._task, [("exact", c.point) for c in fresh]):
             cand = fresh[outcome.index]
             common = {
                 "key": cand.key,
@@ -234,12 +296,12 @@ class HybridSweep(Sweep):
             return None
         exact = self._hybrid.exact
         if self._contract:
-            truths = [(dict(c.metrics), *self._closed(c)) for c in known]
+            truths = [(dict(c.metrics), self._closed(c).features, self._closed(c).metrics) for c in known]
             frame = contract_frame(
                 exact.template_kind, exact.graph, exact.graph.name, [c.point for c in known], exact.fixed, truths
             )
-            model = ContractSurrogate.fit(frame, "rf", self._hybrid.seed)
-            model.regressor.set_params(n_jobs=1)
+            forest = screening_forest(self._hybrid.trees, self._hybrid.seed)
+            model = ContractSurrogate.fit(frame, "rf", self._hybrid.seed, regressor=forest)
             missing = [o.metric for o in self.objectives if o.metric not in model.metric_names]
             missing += [c.metric for c in self.constraints if c.metric not in model.metric_names]
             if missing:
@@ -273,11 +335,22 @@ class HybridSweep(Sweep):
             forest.set_params(n_jobs=1)
         return model
 
-    def _closed(self, cand: Candidate) -> tuple[list[float], dict[str, float]]:
-        """The closed form's contract row and metrics of a candidate, computed once."""
+    def _closed(self, cand: Candidate) -> ClosedRow:
+        """The closed form of a candidate, computed once (``_closed_forms`` computes them on the pool)."""
         if cand.key not in self._contract_rows:
-            self._contract_rows[cand.key] = baseline_row(self._closed_form(cand.point))
+            self._contract_rows[cand.key] = closed_row(self._closed_form(cand.point))
         return self._contract_rows[cand.key]
+
+    def _closed_forms(self, pool: Any) -> None:
+        """Every candidate's closed form on the worker pool (a point it refuses is retried, and raises, in
+        ``_closed``): on the RDU the heuristic plans cost a sixth of an exact mapping, serial they would
+        cost a third of the exact run's wall time."""
+        if not self._contract:
+            return
+        todo = [c for c in self._candidates.values() if c.key not in self._contract_rows]
+        for outcome in pool.map(self._task, [("closed", c.point) for c in todo]):
+            if outcome.ok:
+                self._contract_rows[todo[outcome.index].key] = outcome.value
 
     def _tree_metrics(self, model: Any, cands: list[Candidate]) -> dict[str, np.ndarray]:
         exact = self._hybrid.exact
@@ -288,18 +361,53 @@ class HybridSweep(Sweep):
                 exact.graph.name,
                 [c.point for c in cands],
                 exact.fixed,
-                [({}, *self._closed(c)) for c in cands],
+                [({}, self._closed(c).features, self._closed(c).metrics) for c in cands],
             )
             base = {m: frame[f"base_{m}"].to_numpy(float) for m in CONTRACT_METRICS}
             rows = ContractRows(model.schema["features"], frame[model.schema["features"]].to_numpy(float), base, None)
             trees = model.tree_predictions_of(rows)
-            return {m: trees[..., i] for i, m in enumerate(model.metric_names)}
+            return self._derived_power(
+                self._floored({m: trees[..., i] for i, m in enumerate(model.metric_names)}, cands)
+            )
         trees = model.tree_predictions(
             exact.graph, exact.template_kind, [c.point for c in cands], exact.fixed, self._ops
         )
         archs = feat.arch_table(exact.template_kind, [c.point for c in cands], exact.fixed)
         batch = int(exact.graph.meta.get("batch", 1) or 1)
         return metrics_from_totals(trees[..., 0], trees[..., 1], trees[..., 2], archs.columns["_freq"][None, :], batch)
+
+    def _derived_power(self, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Power as each tree's energy over its latency where every exact point so far has power_w =
+        energy_mj / latency_ms (W): one consistent prediction instead of a third, independently learned
+        ratio (on the RDU the closed form's power is its worst-ranked metric: truth/closed form 0.2-4x)."""
+        if not {"power_w", "energy_mj", "latency_ms"} <= set(values):
+            return values
+        exact = [c.metrics for c in self._candidates.values() if c.exact]
+        if not exact or any(
+            not math.isclose(m.get("power_w", np.nan), m["energy_mj"] / m["latency_ms"], rel_tol=1e-6)
+            for m in exact
+            if m.get("latency_ms", 0.0) > 0
+        ):
+            return values
+        return {**values, "power_w": values["energy_mj"] / np.maximum(values["latency_ms"], 1e-300)}
+
+    def _floored(self, values: dict[str, np.ndarray], cands: list[Candidate]) -> dict[str, np.ndarray]:
+        """Predicted latencies raised to the closed form's proven lower bound (throughput capped by it), per
+        candidate along the last axis: no tree, and no optimistic bound, is faster than what is provable."""
+        if not self._contract:
+            return values
+        floor = np.array([self._closed(c).latency_floor for c in cands], dtype=float)
+        known = np.isfinite(floor)
+        if not known.any():
+            return values
+        out = dict(values)
+        for metric, values_of in values.items():
+            base = np.array([self._closed(c).metrics.get(metric, np.nan) for c in cands], dtype=float)
+            if metric in LATENCY_METRICS:
+                out[metric] = np.where(known, np.maximum(values_of, base * floor), values_of)
+            elif metric == "throughput_ips":
+                out[metric] = np.where(known, np.minimum(values_of, base / np.where(known, floor, 1.0)), values_of)
+        return out
 
     def _predict(self) -> None:
         """Mean predictions for candidates without exact results (used to answer a sampler)."""
@@ -319,8 +427,14 @@ class HybridSweep(Sweep):
 
     # -- the refinement loop -----------------------------------------------------------------
     def _refine(self, pool: Any, display: Any) -> None:
+        """Rounds of: refit, bound every open candidate, evaluate the most promising batch exactly.
+
+        Promising: optimistically feasible and not dominated by the exact front. Among those, first the
+        ones the most trees predict feasible and off the exact front's shadow, then by non-dominated
+        layer of the means, widest spread first (``pick_batch``)."""
         hybrid = self._hybrid
-        batch_size = max(2, math.ceil(hybrid.batch_fraction * len(self._candidates)))
+        workers = int(getattr(pool, "workers", 1) or 1)
+        batch_size = max(2, workers, math.ceil(hybrid.batch_fraction * len(self._candidates)))
         while self._n_exact() < self._cap:
             model = self._fit()
             open_ = [c for c in self._candidates.values() if not c.exact and not c.failed]
@@ -328,18 +442,32 @@ class HybridSweep(Sweep):
                 break
             per_tree = self._tree_metrics(model, open_)
             mean, optimistic, spread = self._bounds(per_tree)
+            optimistic = self._floored(optimistic, open_)
             for i, cand in enumerate(open_):
                 cand.metrics = {m: float(v[i]) for m, v in mean.items()}
-            promising = self._promising(optimistic)
+            front = self._exact_front()
+            promising = self._feasible_by(optimistic) & ~dominated_by(front, self._objective_values(optimistic))
             if not promising.any():
                 break
             idx = np.flatnonzero(promising)
-            objective_means = np.column_stack([o.to_min(1.0) * mean[o.metric][idx] for o in self.objectives])
-            order = np.lexsort((-spread[idx], domination_counts(objective_means)))
+            chance = self._front_chance({m: v[:, idx] for m, v in per_tree.items()}, front)
             take = min(batch_size, self._cap - self._n_exact())
-            self._evaluate_exact([open_[int(idx[j])] for j in order[:take]], pool, display)
+            picks = pick_batch(
+                chance, layer_ranks(self._objective_values(mean)[idx]), spread[idx], take, hybrid.explore_share
+            )
+            self._evaluate_exact([open_[int(idx[j])] for j in picks], pool, display)
             self.exact_rounds += 1
         self.budget_hit = self._n_exact() >= self._cap
+
+    def _front_chance(self, per_tree: Mapping[str, np.ndarray], front: np.ndarray) -> np.ndarray:
+        """Share of the trees whose prediction of a candidate is feasible and not dominated by the exact
+        front: the ensemble's probability that evaluating it exactly adds a front point."""
+        trees = next(iter(per_tree.values())).shape[0]
+        chance = np.zeros(next(iter(per_tree.values())).shape[1])
+        for t in range(trees):
+            tree = {m: v[t] for m, v in per_tree.items()}
+            chance += self._feasible_by(tree) & ~dominated_by(front, self._objective_values(tree))
+        return chance / max(1, trees)
 
     def _bounds(self, per_tree: dict[str, np.ndarray]) -> tuple[dict, dict, np.ndarray]:
         kappa = self._hybrid.kappa
@@ -355,36 +483,47 @@ class HybridSweep(Sweep):
                 spread += sd
         return mean, optimistic, spread
 
-    def _promising(self, optimistic: dict[str, np.ndarray]) -> np.ndarray:
-        """Optimistically feasible and not dominated by any exact feasible point."""
-        n = len(next(iter(optimistic.values())))
+    def _objective_values(self, metrics: Mapping[str, np.ndarray]) -> np.ndarray:
+        """(candidates, objectives) on the minimise scale."""
+        return np.column_stack([o.to_min(1.0) * np.asarray(metrics[o.metric], dtype=float) for o in self.objectives])
+
+    def _feasible_by(self, metrics: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Which candidates meet every constraint with these (predicted) metric values."""
+        n = len(next(iter(metrics.values())))
         ok = np.ones(n, dtype=bool)
         for c in self.constraints:
-            v = optimistic[c.metric]
+            v = np.asarray(metrics[c.metric], dtype=float)
             if c.high is not None:
                 ok &= v <= c.high
             if c.low is not None:
                 ok &= v >= c.low
-        front = [
+        return ok
+
+    def _exact_front(self) -> np.ndarray:
+        """Objective values (minimise scale) of the exactly evaluated feasible points."""
+        rows = [
             [o.to_min(float(cand.metrics.get(o.metric, np.nan))) for o in self.objectives]
             for cand in self._candidates.values()
             if cand.exact and all(c.violation(cand.metrics) == 0.0 for c in self.constraints)
         ]
-        if not front:
-            return ok
-        exact_values = np.array(front, dtype=float)
-        values = np.column_stack([o.to_min(1.0) * optimistic[o.metric] for o in self.objectives])
-        dominated = np.zeros(n, dtype=bool)
-        for row in exact_values:
-            dominated |= np.all(row <= values, axis=1) & np.any(row < values, axis=1)
-        return ok & ~dominated
+        return np.array(rows, dtype=float).reshape(len(rows), len(self.objectives))
 
     def _store_predictions(self, display: Any) -> None:
+        """Store the predicted candidates that cannot reach the front: predicted infeasible or dominated by
+        an exact point. The others (left open when the exact cap was reached) are not stored, so the
+        reported front holds exactly evaluated points only."""
+        pending = [
+            c
+            for c in self._candidates.values()
+            if not (c.exact or c.failed or c.key in self._stored or not c.metrics)
+            and all(o.metric in c.metrics for o in self.objectives)
+        ]
         records = []
-        for cand in self._candidates.values():
-            if cand.exact or cand.failed or cand.key in self._stored or not cand.metrics:
-                continue
-            records.append(
+        if pending:
+            metrics = {m: np.array([c.metrics.get(m, np.nan) for c in pending]) for m in pending[0].metrics}
+            safe = ~self._feasible_by(metrics) | dominated_by(self._exact_front(), self._objective_values(metrics))
+            self.unresolved = int((~safe).sum())
+            records = [
                 PointRecord(
                     key=cand.key,
                     params=dict(cand.point),
@@ -394,15 +533,57 @@ class HybridSweep(Sweep):
                     exact=False,
                     fingerprint=self.fingerprint,
                 )
-            )
+                for cand, ok in zip(pending, safe)
+                if ok
+            ]
         self.store.put_many(records)
         for record in records:
             self.count(record, reused=False, display=display)
         self.predicted = len(records)
 
 
-def domination_counts(values: np.ndarray) -> np.ndarray:
-    """How many rows dominate each row (all objectives minimised)."""
-    le = np.all(values[:, None, :] <= values[None, :, :], axis=2)
-    lt = np.any(values[:, None, :] < values[None, :, :], axis=2)
-    return (le & lt).sum(axis=0)
+def pick_batch(
+    chance: np.ndarray, ranks: np.ndarray, spread: np.ndarray, take: int, explore_share: float
+) -> np.ndarray:
+    """Which of the promising candidates to evaluate this round (indices into them).
+
+    Most by the trees' chance of adding a front point (then the mean's front layer, then the spread), and
+    ``explore_share`` of the batch to the least sure of the rest (widest spread across trees): those are
+    where the forest learns most, and where a front point it underrates hides."""
+    order = np.lexsort((-spread, ranks, -np.round(chance, 2)))
+    if len(order) <= take:
+        return order
+    n_explore = int(round(explore_share * take))
+    sure, rest = order[: take - n_explore], order[take - n_explore :]
+    unsure = rest[np.argsort(-spread[rest], kind="stable")][:n_explore]
+    return np.concatenate([sure, unsure]).astype(int)
+
+
+def screening_forest(trees: int, seed: int) -> Any:
+    """Extremely randomised trees, fully grown on every feature: on the few dozen exact designs the hybrid
+    has, they rank the space better than a bagged forest (held-out R2 of the CP-SAT latency ratio 0.46
+    vs 0.35 from 68 designs) and their spread is the uncertainty the optimistic bound uses."""
+    from sklearn.ensemble import ExtraTreesRegressor
+
+    return ExtraTreesRegressor(n_estimators=trees, min_samples_leaf=1, max_features=1.0, random_state=seed, n_jobs=1)
+
+
+def dominated_by(front: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Which rows of ``values`` some row of ``front`` dominates (all objectives minimised)."""
+    dominated = np.zeros(len(values), dtype=bool)
+    for row in front:
+        dominated |= np.all(row <= values, axis=1) & np.any(row < values, axis=1)
+    return dominated
+
+
+def layer_ranks(values: np.ndarray) -> np.ndarray:
+    """Non-dominated layer of each row (0 = the front; all objectives minimised; NaN rows last)."""
+    ranks = np.full(len(values), len(values), dtype=int)
+    remaining = np.flatnonzero(~np.isnan(values).any(axis=1))
+    layer = 0
+    while remaining.size:
+        on_front = remaining[pareto_mask(values[remaining], ["min"] * values.shape[1])]
+        ranks[on_front] = layer
+        remaining = np.setdiff1d(remaining, on_front)
+        layer += 1
+    return ranks

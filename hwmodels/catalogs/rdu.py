@@ -226,6 +226,14 @@ PUBLISHED_RATIOS: dict[str, Sourced] = {
     "ssm_rdu_mamba_vs_rdu": Sourced(1.75, "x", f"{SSM_RDU_PAPER}: Mamba 1.75x over the baseline RDU"),
 }
 
+# Energy of a byte crossing a socket-to-socket link (multi-socket nodes: all-reduces, all-gathers, pipeline hops).
+LINK_ENERGY_PJ_PER_BIT = Sourced(
+    5.0,
+    "pJ/bit",
+    f"{UNVERIFIED}: board-level chip-to-chip SerDes assumed 5 pJ/bit end to end (no SN40L figure published; "
+    "on-package links such as UCIe are near 0.5 pJ/bit, long-reach board SerDes several pJ/bit)",
+)
+
 # The GPU-node side of the CoE comparison (benchmarks/rdu_sn40l_compare.py): experts beyond HBM live in host DRAM
 # and are copied over each GPU's host link.
 DGX_HOST_LINK_GBPS: dict[str, Sourced] = {

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from hwmodels.base import LayerMetrics, Metrics
+from hwmodels.catalogs.rdu import LINK_ENERGY_PJ_PER_BIT
 from hwmodels.rdu.cost import plan_cost, rdu_area_mm2
-from hwmodels.rdu.node import link_ps, throughput_factor
+from hwmodels.rdu.node import link_bytes, link_ps, throughput_factor
 from hwmodels.rdu.serving import serving_metrics
 from mappers.base import Mapping
 from mappers.rdu.problem import build_problem
@@ -33,6 +34,8 @@ class RduModel:
         clock_hz = arch.clock_mhz * 1e6
         area = {k: v * arch.sockets for k, v in rdu_area_mm2(arch).items()}
         energy_pj = {k: v / 1000 for k, v in cost.energy_parts_fj.items()}
+        if arch.sockets > 1:
+            energy_pj["link"] = link_bytes(mapping.graph, arch) * 8 * LINK_ENERGY_PJ_PER_BIT.value
         energy_mj = sum(energy_pj.values()) * 1e-9
         latency_ms = seconds * 1e3
         peak = arch.peak_tflops * 1e12 * arch.sockets

@@ -10,7 +10,8 @@ still passes through every op on one socket's compute, so only the HBM/DDR *capa
 one socket's: conservative, the sections of each stage could use their own), the activation crosses S-1
 links, and S micro-batches in flight give S x the throughput of one.
 
-The link time does not depend on the section plan, so it is added after the mapper's (exact) optimum.
+The link time does not depend on the section plan, so it is added after the mapper's optimum; its energy is every
+byte moved over the links at the catalog's per-bit price (``LINK_ENERGY_PJ_PER_BIT``).
 """
 
 from __future__ import annotations
@@ -47,16 +48,28 @@ def _hop_ps(arch: RduArch, nbytes: float) -> float:
 
 def link_ps(graph: Graph, arch: RduArch) -> tuple[float, dict[str, float]]:
     """Picoseconds of socket-to-socket traffic per graph run, and its parts (all-reduce, all-gather, hops)."""
+    parts = {name: ps for name, (ps, _) in _link_parts(graph, arch).items()}
+    return sum(parts.values()), parts
+
+
+def link_bytes(graph: Graph, arch: RduArch) -> float:
+    """Bytes that cross socket-to-socket links per graph run, summed over every socket (what the link's energy
+    is paid on): a ring all-reduce moves 2 (S-1) x the tensor, an all-gather (S-1) x, pipeline hops (S-1) x."""
+    return sum(nbytes for _, nbytes in _link_parts(graph, arch).values())
+
+
+def _link_parts(graph: Graph, arch: RduArch) -> dict[str, tuple[float, float]]:
+    """Per kind of link traffic: (picoseconds on the critical path, bytes moved over all links)."""
     s = arch.sockets
     if s == 1:
-        return 0.0, {}
+        return {}
     if arch.parallelism == "pipeline":
-        first = graph.ops[0].inputs[0]
-        hops = (s - 1) * _hop_ps(arch, graph.tensors[first].nbytes)
-        return hops, {"pipeline_hops": hops}
+        nbytes = graph.tensors[graph.ops[0].inputs[0]].nbytes
+        return {"pipeline_hops": ((s - 1) * _hop_ps(arch, nbytes), (s - 1) * nbytes)}
     consumers = graph.consumers()
     kinds = {op.name: op for op in graph.ops}
-    reduce_ps = gather_ps = 0.0
+    reduce = [0.0, 0.0]
+    gather = [0.0, 0.0]
     for op in graph.ops:
         if op.kind is not OpKind.MATMUL or not op.weights:
             continue
@@ -67,10 +80,12 @@ def link_ps(graph: Graph, arch: RduArch) -> tuple[float, dict[str, float]]:
             u.kind is OpKind.ELEMENTWISE and u.attrs.get("arity") == 2 and u.attrs.get("fn") == "add" for u in users
         ):
             ring = 2 * (s - 1) / s * nbytes / (arch.link_gbps * 1e9) * 1e12
-            reduce_ps += ring + 2 * (s - 1) * arch.link_latency_us * 1e6
+            reduce[0] += ring + 2 * (s - 1) * arch.link_latency_us * 1e6
+            reduce[1] += 2 * (s - 1) * nbytes
         elif not users:  # a graph output split over the sockets (the LM head's logits): gathered
-            gather_ps += (s - 1) / s * nbytes / (arch.link_gbps * 1e9) * 1e12 + (s - 1) * arch.link_latency_us * 1e6
-    return reduce_ps + gather_ps, {"allreduce": reduce_ps, "allgather": gather_ps}
+            gather[0] += (s - 1) / s * nbytes / (arch.link_gbps * 1e9) * 1e12 + (s - 1) * arch.link_latency_us * 1e6
+            gather[1] += (s - 1) * nbytes
+    return {"allreduce": (reduce[0], reduce[1]), "allgather": (gather[0], gather[1])}
 
 
 def throughput_factor(arch: RduArch) -> int:

@@ -39,6 +39,7 @@ class GemmShapes:
     stride_h: np.ndarray
     stride_w: np.ndarray
     write_output: np.ndarray  # bool: False for a fused producer whose ofmap stays on chip
+    lowered: tuple[LoweredGemm, ...] = ()  # the GEMMs themselves (for walks that need more than shapes)
 
     @classmethod
     def of(cls, gemms: list[LoweredGemm], write_output: list[bool]) -> GemmShapes:
@@ -50,6 +51,7 @@ class GemmShapes:
             a([x.used_rows for x in g]), a([x.col_uses for x in g]), a([x.used_cols for x in g]),
             a([x.P for x in g]), a([x.Q for x in g]), a([x.R for x in g]), a([x.S for x in g]), a([x.C for x in g]),
             a([x.stride_h for x in g]), a([x.stride_w for x in g]), np.array(write_output, dtype=bool),
+            tuple(gemms),
         )  # fmt: skip
 
 

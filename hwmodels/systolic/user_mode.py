@@ -32,7 +32,7 @@ from hwmodels.systolic.compute import ConvGeometry, LoweredGemm, fold_cycles, fo
 from hwmodels.systolic.memory import SETS_PER_BUFFER
 from templates.systolic import SystolicArch
 
-_USER_ACTIVE_FRAC = 0.5
+USER_ACTIVE_FRAC = 0.5
 _WALK_CHUNK = 1 << 14
 _DUPLICATE_BATCH = 512
 
@@ -59,7 +59,7 @@ class _OperandWalk:
     duplicates: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
 
 
-def _rollout_index(n_rows: int, n_cols: int, row: np.ndarray, col: np.ndarray) -> np.ndarray:
+def rollout_index(n_rows: int, n_cols: int, row: np.ndarray, col: np.ndarray) -> np.ndarray:
     """Position of (row, col) when SCALE-Sim rolls an n_rows x n_cols matrix out along its anti-diagonals
     (``create_*_prefetch_mat``: diagonal d = row + col in order, rows decreasing inside one)."""
     d = row + col
@@ -99,7 +99,7 @@ def _rolled_blocks(
     addr = addr_of(b3, t3, c3)
     addr = np.where((b3 < n_blocks - 1) | (c3 < last_width), addr, -1)
     valid = addr >= 0
-    pos = _rollout_index(n_rows, width, b3 * t_len + t3, c3)
+    pos = rollout_index(n_rows, width, b3 * t_len + t3, c3)
     valid_at = np.zeros(n_rows * width, dtype=bool)
     valid_at[pos[valid]] = True
     nonnull = np.cumsum(valid_at) - 1
@@ -112,7 +112,7 @@ def _rolled_blocks(
     # demand order inside one block: its own anti-diagonals
     tt, cc = np.meshgrid(np.arange(t_len), np.arange(width), indexing="ij")
     order = np.empty(t_len * width, dtype=np.int64)
-    order[_rollout_index(t_len, width, tt, cc).ravel()] = np.arange(t_len * width)
+    order[rollout_index(t_len, width, tt, cc).ravel()] = np.arange(t_len * width)
     lt, lc = np.divmod(order, width)
     flat_valid = valid.reshape(n_blocks, -1)[:, order]
     flat_sets = sets.reshape(n_blocks, -1)[:, order]
@@ -165,13 +165,24 @@ def _steps_to_reach(sets: np.ndarray, start: int, n_sets: int, active: int, step
     raise AssertionError("SCALE-Sim USER window walk never reaches the address")  # pragma: no cover
 
 
+def set_words(sram_words: int) -> int:
+    """Addresses per set of SCALE-Sim's USER read buffer (the unit its prefetch window moves in)."""
+    return math.ceil(sram_words / SETS_PER_BUFFER)
+
+
+def window_geometry(fetch_words: int, sram_words: int) -> tuple[int, int, int]:
+    """(sets of the operand, sets of the active window, sets one prefetch moves it on) of SCALE-Sim's USER
+    read buffer: sets of ceil(words/100) addresses, the active half of the SRAM, the other half per prefetch."""
+    per_set = set_words(sram_words)
+    active_words = math.ceil(sram_words * USER_ACTIVE_FRAC)
+    n_sets = fetch_words // per_set + 1
+    active = min(math.ceil(active_words / per_set), n_sets)
+    return n_sets, active, min(math.ceil((sram_words - active_words) / per_set), n_sets - active)
+
+
 def _window_walk(op: _OperandWalk, sram_words: int) -> tuple[int, list[tuple[int, int]]]:
     """(new prefetches, [(demand line, prefetches issued on it)]) of SCALE-Sim's USER read buffer."""
-    per_set = math.ceil(sram_words / SETS_PER_BUFFER)
-    active_words = math.ceil(sram_words * _USER_ACTIVE_FRAC)
-    n_sets = op.fetch_words // per_set + 1
-    active = min(math.ceil(active_words / per_set), n_sets)
-    step = min(math.ceil((sram_words - active_words) / per_set), n_sets - active)
+    n_sets, active, step = window_geometry(op.fetch_words, sram_words)
     if step <= 0:
         return 0, []  # the whole operand fits in the active window: every demand hits
     start = 0
@@ -209,7 +220,7 @@ def _window_walk(op: _OperandWalk, sram_words: int) -> tuple[int, list[tuple[int
     return total, events
 
 
-def _stall_replay(events: list[list[tuple[int, int]]], prefetch_lines: list[int]) -> int:
+def stall_replay(events: list[list[tuple[int, int]]], prefetch_lines: list[int]) -> int:
     """Array stall cycles from the read misses, by SCALE-Sim's per-line rule (see the section comment)."""
     merged: dict[int, list[int]] = {}
     for o, evs in enumerate(events):
@@ -241,8 +252,8 @@ def _user_operands(
     sr, sc, t_len = spatial_dims(gemm, df)
     rf, cf = folds(sr, sc, rows, cols)
     fold_len = fold_cycles(t_len, rows, cols, df)
-    per_set_if = math.ceil(words_if / SETS_PER_BUFFER)
-    per_set_f = math.ceil(words_f / SETS_PER_BUFFER)
+    per_set_if = set_words(words_if)
+    per_set_f = set_words(words_f)
 
     def filter_addr(col: np.ndarray, row: np.ndarray) -> np.ndarray:
         return col * k_win + row
@@ -314,8 +325,17 @@ def user_mode_traffic(gemm: LoweredGemm, arch: SystolicArch) -> UserModeTraffic:
     revisits them on every design point with the same array and SRAMs.
     """
     words = (arch.sram_words("ifmap"), arch.sram_words("filter"))
-    bw = max(1, round(arch.dram_words_per_cycle))
-    return _user_mode_traffic(gemm, arch.rows, arch.cols, arch.dataflow, words, bw)
+    return user_mode_traffic_of(gemm, arch.rows, arch.cols, arch.dataflow, words, arch.dram_words_per_cycle)
+
+
+def user_mode_traffic_of(
+    gemm: LoweredGemm, rows: int, cols: int, dataflow: str, sram_words: tuple[int, int], words_per_cycle: float
+) -> UserModeTraffic:
+    """``user_mode_traffic`` from the design's raw figures (ifmap and filter SRAM words, DRAM words per
+    cycle), for batch consumers that hold designs as arrays (the surrogates' baseline). SCALE-Sim's USER
+    bandwidth is a whole number of words per cycle."""
+    bw = max(1, round(words_per_cycle))
+    return _user_mode_traffic(gemm, int(rows), int(cols), dataflow, (int(sram_words[0]), int(sram_words[1])), bw)
 
 
 def clear_user_mode_cache() -> None:
@@ -323,7 +343,7 @@ def clear_user_mode_cache() -> None:
     _user_mode_traffic.cache_clear()
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=1 << 14)  # a few hundred bytes each: a dataset's designs x layer shapes
 def _user_mode_traffic(
     gemm: LoweredGemm, rows: int, cols: int, df: str, sram_words: tuple[int, int], bw: int
 ) -> UserModeTraffic:
@@ -333,12 +353,17 @@ def _user_mode_traffic(
     prefetch_lines: list[int] = []
     fills: list[int] = []
     for op, words in zip((ifmap, filt), sram_words):
-        active = math.ceil(words * _USER_ACTIVE_FRAC)
-        first_lines = min(math.ceil(active / bw), math.ceil(op.fetch_matrix_words / bw))
-        lines = math.ceil((words - active) / bw)
         count, evs = _window_walk(op, words)
+        first_lines, lines = prefetch_lines_of(words, op.fetch_matrix_words, bw)
         reads.append(float((first_lines + count * lines) * bw))
         events.append(evs)
         prefetch_lines.append(lines)
         fills.append(first_lines)
-    return UserModeTraffic(reads[0], reads[1], _stall_replay(events, prefetch_lines), max(fills))
+    return UserModeTraffic(reads[0], reads[1], stall_replay(events, prefetch_lines), max(fills))
+
+
+def prefetch_lines_of(sram_words: int, fetch_matrix_words: int, bw: int) -> tuple[int, int]:
+    """DRAM lines of an operand's first fill (the active half, or the whole operand when smaller) and of
+    each later prefetch (the other half), at ``bw`` words per line."""
+    active = math.ceil(sram_words * USER_ACTIVE_FRAC)
+    return min(math.ceil(active / bw), math.ceil(fetch_matrix_words / bw)), math.ceil((sram_words - active) / bw)

@@ -1,4 +1,4 @@
-"""Mapping a graph onto an RDU: fused sections, PCU/PMU allocation and three-tier placement in one CP-SAT model.
+"""Mapping a graph onto an RDU: fused sections, PCU/PMU allocation and three-tier placement, with a proven gap.
 
 How a graph runs on an RDU, as this mapper decides it:
 
@@ -18,15 +18,24 @@ How a graph runs on an RDU, as this mapper decides it:
   that the largest section then cannot use: ``resident bytes + max section PMUs x PMU size <= SRAM``.
 * **Op costs on PCUs** come from ``hwmodels.rdu.cost`` (see its docstring).
 
-The CP-SAT model (:func:`mappers.rdu.cpsat.solve_sections`) holds the cuts, the allocation choice per op and the
-tier of every placed item together, with the objective latency, energy or their weighted sum; it reports status,
-objective, bound and gap. The greedy one-op-per-section plan (:func:`mappers.rdu.heuristics.unfused_plan`) is the
-unfused baseline; it and a fused dynamic-programming plan (:func:`mappers.rdu.heuristics.fused_plan`) are the
-candidates the best of which hints the solver and is returned if the time limit leaves CP-SAT behind it, so the
-fused answer is never slower than unfused. :func:`hwmodels.rdu.cost.plan_cost` is the one cost function: the
-CP-SAT model is its exact linearisation (same integer picoseconds), the hardware model and the brute-force check
-call it too.
+**Latency (the default objective) by bounds** (:func:`mappers.rdu.exact.solve_exact`): the latency is a sum
+over the sections of the fixed op order, so a lower bound on every section (``threshold``: the section's compute
+by the max-steady threshold, exact over the distinct steady times, with Lagrangian bounds on the fills; ``bound``:
+the traffic with a fluid placement priced by a Lagrange multiplier on the shared SRAM) becomes a lower bound on
+the whole by a shortest path over the cut positions, per interval of the largest section's PMUs. The covers that
+attain it are realised exactly (a knapsack over PCUs or PMUs per threshold for each section, the placed items by
+``placement``), and the open intervals are refined (exact section computes, a finer SRAM price, split
+intervals) until the best plan is within ``gap_tolerance`` of the bound or the step limit is reached.
 
-Modules: ``problem`` (the section problem of a graph), ``heuristics`` (unfused and fused plans), ``cpsat`` (the
-exact model), ``bruteforce`` (its reference on small graphs), ``sections`` (the two mappers).
+The CP-SAT model (:func:`mappers.rdu.cpsat.solve_sections`) holds the cuts, the allocation choice per op and the
+tier of every placed item together; it solves the energy and weighted objectives, and closes the gap of small
+graphs. The greedy one-op-per-section plan (:func:`mappers.rdu.heuristics.unfused_plan`) is the unfused
+baseline and always a candidate, so the fused answer is never slower than unfused.
+:func:`hwmodels.rdu.cost.plan_cost` is the one cost function: every plan is priced by it, the CP-SAT model is its
+exact linearisation (same integer picoseconds), the hardware model and the brute-force check call it too.
+
+Modules: ``problem`` (the section problem of a graph), ``threshold`` (section compute bounds and knapsacks),
+``bound`` (the cover bound), ``exact`` (bounds to plans), ``placement`` (tiers for fixed sections),
+``heuristics`` (unfused and fused DP plans), ``cpsat`` (the one-model CP-SAT), ``bruteforce`` (the reference on
+small graphs), ``sections`` (the two mappers).
 """

@@ -31,6 +31,8 @@ feasible plan (the brute-force tests check this on small graphs).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,6 +41,8 @@ from hwmodels.rdu.cost import SectionProblem
 PRICE_STEPS = 24  # lambda grid per decade-ish span, see _price_grid
 PMU_INTERVALS = 24
 MU_STEPS = 9
+MU_REFINE = 6  # golden-section steps on mu around the grid's best
+GOLDEN = 0.381966
 FLOAT_MARGIN = 1e-9  # relative float error of the prefix sums, far below any reported gap
 THETAS = (1.0, 0.5, 0.0)  # weights of the one-op and the PCU-area bounds on max(steady)
 
@@ -164,82 +168,204 @@ class SectionBounds:
         self.items = items
         self.item_weight = weight
 
-    def section_lb(self, compute: np.ndarray, mu: float) -> np.ndarray:
-        """n x n: min over the SRAM share s of max(compute, SRAM ps, off-chip level) + mu x resident bytes."""
-        p = self.problem
-        r_s = 1.0 / p.tier_ps_per_byte["sram"]
+    def _placement_tables(self) -> None:
+        """What ``section_lb`` needs that neither the compute nor mu changes, on the upper triangle: the off-chip
+        tiers and rates, and the candidate SRAM shares that do not depend on the compute with their levels."""
+        p, n = self.problem, self.n
+        self._tri = np.triu_indices(n)
+        tri = self._tri
+        self._r_s = 1.0 / p.tier_ps_per_byte["sram"]
         off_tiers = [t for t in ("hbm", "ddr") if p.tier_bytes[t] > 0]
-        rates = [1.0 / p.tier_ps_per_byte[t] for t in off_tiers]
-        fixed_off = [self.fixed[t] for t in off_tiers]
-        total = self.items
-        charge = mu * self.item_weight
-        f_s = self.fixed["sram"]
-
-        def off_level(y: np.ndarray) -> np.ndarray:
-            if len(off_tiers) == 1:
-                return fixed_off[0] + y / rates[0]
-            (f1, f2), (r1, r2) = fixed_off, rates
-            lo_f, hi_f = np.minimum(f1, f2), np.maximum(f1, f2)
-            lo_r = np.where(f1 <= f2, r1, r2)
-            single = lo_f + y / lo_r
-            both = (y + f1 * r1 + f2 * r2) / (r1 + r2)
-            return np.where(single <= hi_f, single, np.maximum(both, hi_f))
-
-        def cost(s: np.ndarray) -> np.ndarray:
-            s = np.clip(s, 0.0, total)
-            level = np.maximum(compute, np.maximum(f_s + s / r_s, off_level(total - s)))
-            return level + charge * s
-
-        candidates = [np.zeros_like(total), total, (compute - f_s) * r_s]
-        # where the off-chip level meets the compute time, and where it meets the SRAM time (each piece)
-        y_at_compute = sum(np.maximum(0.0, compute - f) * r for f, r in zip(fixed_off, rates))
-        candidates.append(total - y_at_compute)
-        for f, r in zip(fixed_off, rates):
-            candidates.append((f - f_s + total / r) / (1 / r_s + 1 / r))
-        if len(off_tiers) == 2:
+        self._rates = [1.0 / p.tier_ps_per_byte[t] for t in off_tiers]
+        self._fixed_off = [self.fixed[t][tri] for t in off_tiers]
+        self._total = self.items[tri]
+        self._weight = self.item_weight[tri]
+        self._f_s = self.fixed["sram"][tri]
+        rates, fixed_off, total, f_s, r_s = self._rates, self._fixed_off, self._total, self._f_s, self._r_s
+        shares = [np.zeros_like(total), total]
+        for f, r in zip(fixed_off, rates):  # where the SRAM time meets each off-chip tier's level
+            shares.append((f - f_s + total / r) / (1 / r_s + 1 / r))
+        if len(rates) == 2:
             big_r = sum(rates)
             phi = sum(f * r for f, r in zip(fixed_off, rates))
-            candidates.append(((total + phi) / big_r - f_s) / (1 / r_s + 1 / big_r))
+            shares.append(((total + phi) / big_r - f_s) / (1 / r_s + 1 / big_r))
             for f in fixed_off:  # the off-chip kink: the level reaches the busier tier's fixed time
-                candidates.append(total - sum(np.maximum(0.0, f - g) * r for g, r in zip(fixed_off, rates)))
-        finite = np.isfinite(compute)
-        safe = np.where(finite, compute, 0.0)
-        compute_saved, compute = compute, safe
-        best = np.min([cost(np.where(np.isfinite(c), c, 0.0)) for c in candidates], axis=0)
-        return np.where(np.isfinite(compute_saved), best, np.inf)
+                shares.append(total - sum(np.maximum(0.0, f - g) * r for g, r in zip(fixed_off, rates)))
+        shares = [np.clip(np.where(np.isfinite(c), c, 0.0), 0.0, total) for c in shares]
+        self._fixed_shares = [(c, self._memory_level(c)) for c in shares]
+
+    def _off_level(self, y: np.ndarray) -> np.ndarray:
+        """The off-chip tiers' time when they read ``y`` bytes of placed items at once, filled to a common level."""
+        if len(self._rates) == 1:
+            return self._fixed_off[0] + y / self._rates[0]
+        (f1, f2), (r1, r2) = self._fixed_off, self._rates
+        lo_f, hi_f = np.minimum(f1, f2), np.maximum(f1, f2)
+        lo_r = np.where(f1 <= f2, r1, r2)
+        single = lo_f + y / lo_r
+        both = (y + f1 * r1 + f2 * r2) / (r1 + r2)
+        return np.where(single <= hi_f, single, np.maximum(both, hi_f))
+
+    def _memory_level(self, share: np.ndarray) -> np.ndarray:
+        """The memory time of a section with ``share`` of its placed-item reads in SRAM."""
+        return np.maximum(self._f_s + share / self._r_s, self._off_level(self._total - share))
+
+    def section_lb(self, compute: np.ndarray, mu: float) -> np.ndarray:
+        """n x n: min over the SRAM share s of max(compute, SRAM ps, off-chip level) + mu x resident bytes.
+
+        The minimum of this convex piecewise-linear function of s lies at one of its kinks: the shares where
+        two of its pieces meet (those that depend on the compute are computed here, the others once)."""
+        if not hasattr(self, "_tri"):
+            self._placement_tables()
+        tri = self._tri
+        full = compute[tri]
+        finite = np.isfinite(full)
+        comp = np.where(finite, full, 0.0)
+        charge = mu * self._weight
+        total = self._total
+        best = np.full(len(comp), np.inf)
+        for share, level in self._fixed_shares:
+            np.minimum(best, np.maximum(comp, level) + charge * share, out=best)
+        at_compute = total - sum(np.maximum(0.0, comp - f) * r for f, r in zip(self._fixed_off, self._rates))
+        for share in ((comp - self._f_s) * self._r_s, at_compute):
+            share = np.clip(share, 0.0, total)
+            np.minimum(best, np.maximum(comp, self._memory_level(share)) + charge * share, out=best)
+        out = np.full((self.n, self.n), np.inf)
+        out[tri] = np.where(finite, best, np.inf)
+        return out
 
 
 def shortest_path(section_cost: np.ndarray, reconfig_ps: float) -> float:
     """Cheapest cover of ops 0..n-1 by consecutive sections, each costing reconfig + its entry."""
+    return shortest_path_cuts(section_cost, reconfig_ps)[0]
+
+
+def shortest_path_cuts(section_cost: np.ndarray, reconfig_ps: float) -> tuple[float, list[bool]]:
+    """The cheapest cover's cost and its section starts (all False where nothing covers the ops)."""
     n = section_cost.shape[0]
     best = np.full(n + 1, np.inf)
+    back = np.zeros(n + 1, dtype=np.int64)
     best[0] = 0.0
     for b in range(n):
-        best[b + 1] = np.min(best[: b + 1] + section_cost[: b + 1, b]) + reconfig_ps
-    return float(best[n])
+        totals = best[: b + 1] + section_cost[: b + 1, b]
+        a = int(np.argmin(totals))
+        best[b + 1] = totals[a] + reconfig_ps
+        back[b + 1] = a
+    starts = [False] * n
+    if np.isfinite(best[n]):
+        b = n
+        while b > 0:
+            a = int(back[b])
+            starts[a] = True
+            b = a
+    return float(best[n]), starts
 
 
-def latency_lower_bound(problem: SectionProblem, bounds: SectionBounds | None = None) -> float:
-    """A proven lower bound (ps) on the latency of every feasible plan of ``problem``."""
-    bounds = bounds or SectionBounds(problem)
+@dataclass
+class IntervalDual:
+    """The bound of one max-section-PMU interval [lo, hi] at its best SRAM price mu, with the cover attaining it."""
+
+    lo: int
+    hi: int
+    value: float
+    mu: float
+    starts: list[bool]
+    refined: bool = False  # mu searched by golden section around the grid's best
+
+
+def interval_dual(
+    problem: SectionProblem,
+    bounds: SectionBounds,
+    lo: int,
+    hi: int,
+    compute_lb: Callable[[int], np.ndarray] | None = None,
+    stop_above: float = math.inf,
+    refine: bool = True,
+) -> IntervalDual | None:
+    """The bound of the plans whose largest section uses lo..hi PMUs: the best over the SRAM prices mu (a grid,
+    then, with ``refine``, golden-section steps around its best: the bound is concave in mu), and its cover.
+    The search stops once the bound reaches ``stop_above`` (the interval cannot hold the minimum then).
+    None: nothing fits."""
     arch = problem.arch
+    compute = bounds.compute_lb(int(hi))
+    if compute_lb is not None:
+        compute = np.maximum(compute, compute_lb(int(hi)))
+    if not np.isfinite(compute).any():
+        return None
+    room = (arch.pmus - int(lo)) * arch.pmu_bytes
     spill_ps = problem.tier_ps_per_byte[problem.spill_tier]
+    best = IntervalDual(int(lo), int(hi), -math.inf, 0.0, [])
+
+    def value(mu: float) -> float:
+        nonlocal best
+        path, starts = shortest_path_cuts(bounds.section_lb(compute, mu), problem.reconfig_ps)
+        result = path - mu * room
+        if result > best.value:
+            best = IntervalDual(int(lo), int(hi), result, float(mu), starts)
+        return result
+
     mus = np.linspace(0.0, spill_ps, MU_STEPS)
-    edges = np.unique(np.linspace(0, arch.pmus, PMU_INTERVALS + 1).astype(int))
+    values = []
+    for mu in mus:
+        values.append(value(float(mu)))
+        if best.value >= stop_above:
+            return best
+    if not refine:
+        return best
+    k = int(np.argmax(values))
+    a, b = float(mus[max(0, k - 1)]), float(mus[min(len(mus) - 1, k + 1)])
+    for _ in range(MU_REFINE):  # golden section on [a, b]
+        c, d = b - GOLDEN * (b - a), a + GOLDEN * (b - a)
+        if value(c) >= value(d):
+            b = d
+        else:
+            a = c
+        if best.value >= stop_above:
+            break
+    best.refined = True
+    return best if math.isfinite(best.value) else None
+
+
+def pmu_intervals(problem: SectionProblem, count: int = PMU_INTERVALS) -> list[tuple[int, int]]:
+    """The range [0, PMUs] cut into ``count`` intervals of the largest section's PMUs."""
+    edges = np.unique(np.linspace(0, problem.arch.pmus, count + 1).astype(int))
+    return [(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:])]
+
+
+def interval_duals(
+    problem: SectionProblem,
+    bounds: SectionBounds | None = None,
+    compute_lb: Callable[[int], np.ndarray] | None = None,
+    intervals: list[tuple[int, int]] | None = None,
+    refine: bool = True,
+) -> list[IntervalDual]:
+    """Per PMU interval: the bound and its cover (``interval_dual``). The bound of the problem is the least of
+    them; an interval stops its search once it reaches the least so far."""
+    bounds = bounds or SectionBounds(problem)
     overall = math.inf
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        compute = bounds.compute_lb(int(hi))
-        if not np.isfinite(compute).any():
-            continue
-        room = (arch.pmus - int(lo)) * arch.pmu_bytes
-        best = -math.inf
-        for mu in mus:
-            value = shortest_path(bounds.section_lb(compute, mu), problem.reconfig_ps) - mu * room
-            best = max(best, value)
-            if best >= overall:
-                break  # this interval cannot be the minimum
-        overall = min(overall, best)
-    if not math.isfinite(overall):
-        return overall
-    # latencies are integer ps: round down, with a relative margin for the float sums at a tight bound
-    return float(math.floor(overall * (1.0 - FLOAT_MARGIN)))
+    out: list[IntervalDual] = []
+    for lo, hi in intervals or pmu_intervals(problem):
+        dual = interval_dual(problem, bounds, lo, hi, compute_lb, overall, refine)
+        if dual is not None:
+            out.append(dual)
+            overall = min(overall, dual.value)
+    return out
+
+
+def latency_lower_bound(
+    problem: SectionProblem,
+    bounds: SectionBounds | None = None,
+    compute_lb: Callable[[int], np.ndarray] | None = None,
+) -> float:
+    """A proven lower bound (ps) on the latency of every feasible plan of ``problem``.
+
+    ``compute_lb(pmu_cap)`` may give a tighter per-section compute bound (n x n), e.g. the threshold bound of
+    ``mappers.rdu.threshold``; the larger of it and this module's is used."""
+    duals = interval_duals(problem, bounds, compute_lb)
+    return rounded_bound(min((d.value for d in duals), default=math.inf))
+
+
+def rounded_bound(value: float) -> float:
+    """Latencies are integer ps: round down, with a relative margin for the float sums at a tight bound."""
+    if not math.isfinite(value):
+        return value
+    return float(math.floor(value * (1.0 - FLOAT_MARGIN)))

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import functools
-import time
 from dataclasses import dataclass
 
 from dse.graph import Graph
 from hwmodels.rdu.cost import Plan, PlanCost, SectionProblem, plan_cost
 from mappers.base import Mapping, MappingError, OpMapping
-from mappers.rdu.bound import latency_lower_bound
 from mappers.rdu.cpsat import SectionSolution, solve_sections
-from mappers.rdu.heuristics import heuristic_plans, unfused_plan
+from mappers.rdu.exact import GAP_TOLERANCE, MAX_STEPS, solve_exact
+from mappers.rdu.heuristics import unfused_plan
 from mappers.rdu.problem import OBJECTIVES, build_problem
 from templates.rdu import RduArch
 
-POLISH_SHARE = 0.5  # of the time limit: CP-SAT with the best plan's cuts fixed, before the full model
+PROVEN_GAP = 1e-6  # the bound is floored with a float margin: a gap this small is optimality
+CPSAT_CLOSE_OPS = 32  # graphs up to this many ops get CP-SAT to close a gap above the tolerance
 
 
 def to_mapping(problem: SectionProblem, plan: Plan, cost: PlanCost, mapper: str, info: dict) -> Mapping:
@@ -54,32 +54,33 @@ def to_mapping(problem: SectionProblem, plan: Plan, cost: PlanCost, mapper: str,
 
 @dataclass
 class RduSectionMapper:
-    """Fused sections, PCU/PMU allocation and tier placement by CP-SAT (the RDU's default mapper).
+    """Fused sections, PCU/PMU allocation and tier placement (the RDU's default mapper).
 
-    For the latency objective a proven lower bound (``mappers.rdu.bound``: shortest path over cut positions
-    with relaxed sections) is computed first; CP-SAT runs only when the best heuristic plan is more than
-    ``gap_tolerance`` above it: first with that plan's cuts fixed (allocation and tiers only, half the time),
-    then the full model from the polished plan with the bound as a constraint; the reported bound/gap is the
-    better of the two bounds. ``time_limit_s`` is CP-SAT's deterministic time (reproducible),
-    ``wall_limit_s`` a wall-clock backstop (0: 4 x the deterministic limit)."""
+    Latency (the default objective) is solved by bounds (``mappers.rdu.exact``): a proven lower bound over the
+    cut positions of the op order, PMU intervals and SRAM prices, whose covers are realised exactly and refined
+    until the best plan is within ``gap_tolerance`` of the bound, or ``max_steps`` refinements (the
+    deterministic limit) or ``time_limit_s`` of wall clock (a backstop) have passed. The energy and weighted
+    objectives go to the CP-SAT model (``mappers.rdu.cpsat``), with ``time_limit_s`` as its deterministic time
+    and ``wall_limit_s`` its wall-clock backstop (0: 4 x the deterministic limit)."""
 
     name: str = "sections"
     objective: str = "latency"
     time_limit_s: float = 10.0
     wall_limit_s: float = 0.0
-    gap_tolerance: float = 0.0
-    workers: int = 1  # one CP-SAT worker: deterministic; measured as good as 8 interleaved and faster
+    gap_tolerance: float = GAP_TOLERANCE
+    max_steps: int = MAX_STEPS
+    workers: int = 1  # CP-SAT workers (energy/weighted): one is deterministic, measured as good as 8 and faster
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise MappingError(f"unknown objective {self.objective!r}; allowed: {', '.join(OBJECTIVES)}")
-        for option in ("time_limit_s", "wall_limit_s", "gap_tolerance"):
+        for option in ("time_limit_s", "wall_limit_s", "gap_tolerance", "max_steps"):
             if getattr(self, option) < 0:
                 raise MappingError(f"mapper option {option}={getattr(self, option)!r} must be >= 0")
 
     def map(self, graph: Graph, arch: RduArch) -> Mapping:
         problem = build_problem(graph, arch, self.objective)
-        limits = (self.time_limit_s, self.wall_limit_s or None, self.gap_tolerance, self.workers)
+        limits = (self.time_limit_s, self.wall_limit_s or None, self.gap_tolerance, self.workers, self.max_steps)
         solution = _solve_cached(problem, limits)
         return to_mapping(problem, solution.plan, solution.cost, self.name, solution.info)
 
@@ -114,62 +115,46 @@ def _solve_cached(problem: SectionProblem, limits: tuple) -> SectionSolution:
 
 
 def _solve(
-    problem: SectionProblem, time_limit_s: float, wall_limit_s: float | None, gap_tolerance: float, workers: int
+    problem: SectionProblem,
+    time_limit_s: float,
+    wall_limit_s: float | None,
+    gap_tolerance: float,
+    workers: int,
+    max_steps: int,
 ) -> SectionSolution:
-    """Bound first (latency); CP-SAT only when the best heuristic plan is not proven within the tolerance."""
+    """Latency by bounds (``solve_exact``); energy and weighted by the CP-SAT model."""
     if problem.objective != "latency":
         return solve_sections(problem, time_limit_s, workers, wall_limit_s=wall_limit_s)
-    started = time.perf_counter()
-    lower = latency_lower_bound(problem)
-    best = min(
-        ((plan_cost(problem, p), p) for p in heuristic_plans(problem)),
-        key=lambda t: (not t[0].feasible, t[0].latency_ps),
-    )
-    cost, plan = best
-    if cost.feasible:
-        gap = max(0.0, (cost.latency_ps - lower) / cost.latency_ps)
-        if gap <= gap_tolerance:
-            info = {
-                "status": "OPTIMAL" if gap == 0 else "WITHIN_TOLERANCE",
-                "value": float(cost.latency_ps),
-                "bound": float(lower),
-                "gap": gap,
-                "seconds": time.perf_counter() - started,
-                "objective": "latency",
-                "weights": (1, 1),
-                "note": "heuristic plan proven by the section lower bound; CP-SAT not needed",
-            }
-            return SectionSolution(plan, cost, info)
-    # polish: allocation and tiers for the best plan's cuts (a far smaller search), then the full model
-    polish_s = POLISH_SHARE * time_limit_s
-    hint = plan if cost.feasible else None
-    if hint is not None and polish_s > 0:
-        polished = solve_sections(
-            problem, polish_s, workers, hint=hint, wall_limit_s=_share(wall_limit_s), fixed_cuts=hint.starts
-        )
-        if polished.cost.feasible and polished.cost.latency_ps < cost.latency_ps:
-            hint, cost = polished.plan, polished.cost
+    exact = solve_exact(problem, gap_tolerance, max_steps, time_limit_s)
+    plan, cost, lower, gap = exact.plan, exact.cost, exact.lower_ps, exact.info["gap"]
+    if not cost.feasible:
+        raise MappingError(f"no feasible section plan of {problem.graph.name!r}: {cost.why}")
+    info = dict(exact.info)
+    if gap > max(gap_tolerance, PROVEN_GAP) and problem.n <= CPSAT_CLOSE_OPS:
+        # a small graph: CP-SAT from the plan, with the bound as a constraint, proves or improves it
+        closed = solve_sections(problem, time_limit_s, workers, hint=plan, wall_limit_s=wall_limit_s, lower_bound=lower)
+        info["cpsat"] = closed.info["status"]
+        if closed.cost.feasible and closed.cost.latency_ps <= cost.latency_ps:
+            plan, cost = closed.plan, closed.cost
+            lower = max(lower, float(closed.info.get("bound", lower)))
             gap = max(0.0, (cost.latency_ps - lower) / cost.latency_ps)
-            if gap <= gap_tolerance:
-                info = {**polished.info, "status": "OPTIMAL" if gap == 0 else "WITHIN_TOLERANCE", "gap": gap}
-                info.update(bound=float(lower), seconds=time.perf_counter() - started, lower_bound_ps=float(lower))
-                return SectionSolution(hint, cost, info)
-    solution = solve_sections(
-        problem,
-        time_limit_s - polish_s if hint is not None else time_limit_s,
-        workers,
-        hint=hint,
-        wall_limit_s=_share(wall_limit_s),
-        lower_bound=lower,
-    )
-    solution.info["seconds"] = time.perf_counter() - started
-    solution.info["lower_bound_ps"] = float(lower)
-    return solution
-
-
-def _share(wall_limit_s: float | None) -> float | None:
-    """Half of the wall-clock backstop for each of the two CP-SAT runs."""
-    return None if wall_limit_s is None else wall_limit_s / 2
+    if gap <= PROVEN_GAP:
+        status = "OPTIMAL"
+    elif gap <= gap_tolerance:
+        status = "WITHIN_TOLERANCE"
+    else:
+        status = "FEASIBLE"
+    info = {
+        **info,
+        "status": status,
+        "value": float(cost.latency_ps),
+        "bound": float(lower),
+        "lower_bound_ps": float(lower),
+        "gap": gap,
+        "objective": "latency",
+        "weights": (1, 1),
+    }
+    return SectionSolution(plan, cost, info)
 
 
 def clear_cache() -> None:

@@ -1,0 +1,257 @@
+"""Real SCALE-Sim 3.0.0 as a surrogate dataset's truth (``dse surrogate dataset --truth scalesim``).
+
+Each sampled systolic design is mapped by the fold mapper (SCALE-Sim's own lowering); every MAC-array
+op becomes one SCALE-Sim layer run on the design's array, SRAMs and DRAM mode. The per-layer runs are
+pooled over all designs, de-duplicated by (layer shape, array config), looked up in an on-disk cache
+and the missing ones simulated in parallel on the explorer's executors; a re-run, or another design
+with the same array config, does not simulate again.
+
+What SCALE-Sim does not model stays analytical, and is said so: the vector unit's ops (SCALE-Sim has
+none) keep the model's cycles, and energy, area and power stay the model's (SCALE-Sim reports no
+energy); power is recomputed over SCALE-Sim's latency. A grouped op (depthwise conv, batched matmul)
+is ``count`` identical GEMMs run back to back: one is simulated and its cycles multiplied.
+
+A design SCALE-Sim cannot represent is refused with one clear message: the ``shared`` DRAM channel
+(SCALE-Sim has per-operand USER bandwidth or unlimited CALC only), sparsity support, an SRAM that is
+not a whole number of SCALE-Sim's 1024-word kB, unequal strides, the spec's other mappers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dse.errors import UserError
+from dse.evaluate import PointEvaluator
+from dse.executors import Executor
+from hwmodels.systolic.compute import LoweredGemm
+from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, run_scalesim
+from templates.systolic import SystolicArch
+
+SCALESIM_VERSION = "3.0.0"  # part of every cache key: another simulator version simulates again
+TRUTH_FIGURE = "total_cycles_incl_prefetch"  # SCALE-Sim's latency of one layer (the fill included)
+WHERE = "template.params"
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/dse/scalesim`` (``~/.cache/dse/scalesim``): shared by every dataset build."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dse" / "scalesim"
+
+
+def scalesim_config(arch: SystolicArch) -> ScaleSimConfig:
+    """The SCALE-Sim configuration of a systolic design (as the validation tests map it), or a UserError.
+
+    ``per_operand`` -> USER mode at the design's DRAM words/cycle, rounded to a whole word as the
+    model's own USER emulation does; ``unlimited`` -> CALC. SRAMs in SCALE-Sim's kB of 1024 words.
+    """
+    design = f"design rows={arch.rows} cols={arch.cols} dataflow={arch.dataflow} dram_mode={arch.dram_mode}"
+    if arch.dram_mode == "shared":
+        raise UserError(
+            f"{design}: SCALE-Sim has no shared DRAM channel; --truth scalesim needs dram_mode "
+            "per_operand (SCALE-Sim USER bandwidth) or unlimited (SCALE-Sim CALC)",
+            where=WHERE,
+        )
+    if arch.sparsity_support:
+        raise UserError(f"{design}: --truth scalesim runs dense layers; set sparsity_support: false", where=WHERE)
+    kb = {}
+    for which in ("ifmap", "filter", "ofmap"):
+        words = arch.sram_words(which)
+        if words % 1024 or words == 0:
+            raise UserError(
+                f"{design}: the {which} SRAM holds {words} words, not a whole number of SCALE-Sim's "
+                "1024-word kB; choose SRAM sizes (KiB x word bytes) that are",
+                where=WHERE,
+            )
+        kb[which] = words // 1024
+    user = arch.dram_mode == "per_operand"
+    bandwidth = max(1, round(arch.dram_words_per_cycle)) if user else 10
+    mode = "USER" if user else "CALC"
+    return ScaleSimConfig(arch.rows, arch.cols, arch.dataflow, kb["ifmap"], kb["filter"], kb["ofmap"], mode, bandwidth)
+
+
+def scalesim_layer(gemm: LoweredGemm, op_name: str) -> ScaleSimLayer:
+    """The SCALE-Sim layer of one lowered GEMM copy: the smallest unpadded image whose ceil-sized
+    output is the op's P x Q (so M, K, N are the op's; a matmul is a 1 x M image of K channels)."""
+    g = gemm.geometry
+    if gemm.window_pattern is not None:
+        raise UserError(f"op {op_name!r} is sparse; --truth scalesim runs dense layers", where=WHERE)
+    if g.stride_h != g.stride_w:
+        raise UserError(
+            f"op {op_name!r} has strides {g.stride_h}x{g.stride_w}; SCALE-Sim has one stride per layer", where=WHERE
+        )
+    height = (g.P - 1) * g.stride_h + g.R
+    width = (g.Q - 1) * g.stride_w + g.S
+    return ScaleSimLayer("layer", height, width, g.R, g.S, g.C, gemm.N, g.stride_h)
+
+
+@dataclass(frozen=True)
+class SimJob:
+    """One SCALE-Sim run: a layer on an array configuration; its key names the cache entry."""
+
+    layer: ScaleSimLayer
+    config: ScaleSimConfig
+
+    @property
+    def key(self) -> str:
+        text = json.dumps([SCALESIM_VERSION, asdict(self.layer), asdict(self.config)], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class LayerCache:
+    """SCALE-Sim reports on disk, one JSON file per (layer, config); written atomically, so concurrent
+    workers that simulate the same job only duplicate work."""
+
+    root: Path
+
+    def path(self, job: SimJob) -> Path:
+        key = job.key
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, job: SimJob) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.path(job).read_text())["report"]
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def put(self, job: SimJob, report: Mapping[str, Any]) -> None:
+        path = self.path(job)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"layer": asdict(job.layer), "config": asdict(job.config), "report": dict(report)}
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(entry, f)
+        os.replace(tmp, path)
+
+
+@dataclass
+class SimulateLayer:
+    """Picklable executor task: one job's SCALE-Sim report, from the cache or a fresh run (then cached)."""
+
+    cache_root: str
+
+    def __call__(self, job: SimJob) -> dict[str, Any]:
+        cache = LayerCache(Path(self.cache_root))
+        report = cache.get(job)
+        if report is None:
+            report = run_scalesim([job.layer], job.config)[0]
+            cache.put(job, report)
+        return report
+
+
+@dataclass(frozen=True)
+class LayerPlan:
+    """One layer of one evaluated design: the model's figures and, for a MAC-array op, its SCALE-Sim job."""
+
+    name: str
+    cycles: float
+    energy_pj: float
+    job: SimJob | None
+    copies: int
+
+
+@dataclass
+class PlanDesign:
+    """Picklable executor task: evaluate a point with the model and list its layers' SCALE-Sim jobs."""
+
+    evaluator: PointEvaluator
+
+    def __call__(self, point: Mapping[str, Any]) -> tuple[list[LayerPlan], dict[str, float], float]:
+        trace = self.evaluator.trace(point)
+        config = scalesim_config(trace.arch)
+        plans = []
+        for layer in trace.metrics.layers:
+            gemm = trace.mapping.ops[layer.layer].extra.get("gemm")
+            job = None if gemm is None else SimJob(scalesim_layer(gemm, layer.layer), config)
+            plans.append(LayerPlan(layer.layer, layer.cycles, layer.energy_pj, job, 1 if gemm is None else gemm.count))
+        return plans, dict(trace.metrics.values), float(trace.arch.freq_mhz)
+
+
+@dataclass
+class ScaleSimTruth:
+    """``--truth scalesim``: where the cache lives, and what the last builds simulated."""
+
+    cache_dir: Path = field(default_factory=default_cache_dir)
+    simulated: int = 0  # layer runs made
+    cached: int = 0  # distinct layer runs found in the cache
+    failed: int = 0  # layer runs SCALE-Sim failed on (their designs are left out)
+    sim_seconds: float = 0.0  # wall time of the simulation phase
+
+    def check(self, evaluator: PointEvaluator, points: Sequence[Mapping[str, Any]]) -> None:
+        """Refuse, before anything runs, a spec whose designs SCALE-Sim cannot represent."""
+        if evaluator.mapper_name not in (None, "fold"):
+            raise UserError(
+                "--truth scalesim maps layers as SCALE-Sim does (the fold mapper), not with "
+                f"{evaluator.mapper_name!r}; drop template.mapper",
+                where="template.mapper",
+            )
+        for point in points:
+            scalesim_config(evaluator.arch(point))
+
+    def targets(
+        self,
+        pool: Executor,
+        evaluator: PointEvaluator,
+        members: Sequence[Sequence[str]],
+        points: Sequence[Mapping[str, Any]],
+    ) -> dict[int, tuple[np.ndarray, dict[str, float]]]:
+        """Per point index: (per op row [cycles, energy_pj] with SCALE-Sim's cycles, design figures), as
+        ``surrogates.dataset.LayerTargets`` returns them. Points that failed are left out."""
+        self.check(evaluator, points)
+        outcomes = list(pool.map(PlanDesign(evaluator), points))
+        plans = {o.index: o.value for o in outcomes if o.ok}
+        if not plans:
+            raise UserError(f"no sampled design could be planned for SCALE-Sim: {outcomes[0].error}", where=WHERE)
+        jobs = {p.job.key: p.job for layers, _, _ in plans.values() for p in layers if p.job is not None}
+        cache = LayerCache(self.cache_dir)
+        reports = {key: r for key, job in jobs.items() if (r := cache.get(job)) is not None}
+        self.cached += len(reports)
+        missing = [job for key, job in jobs.items() if key not in reports]
+        start = time.perf_counter()
+        for outcome in pool.map(SimulateLayer(str(self.cache_dir)), missing):
+            if outcome.ok:
+                reports[missing[outcome.index].key] = outcome.value
+                self.simulated += 1
+            else:
+                self.failed += 1
+        self.sim_seconds += time.perf_counter() - start
+        out = {}
+        for index, (layers, values, freq_mhz) in plans.items():
+            if any(p.job is not None and p.job.key not in reports for p in layers):
+                continue
+            cycles = {p.name: _truth_cycles(p, reports) for p in layers}
+            energy = {p.name: p.energy_pj for p in layers}
+            per_op = np.array(
+                [np.mean([[cycles[n], energy[n]] for n in names], axis=0) for names in members], dtype=float
+            ).reshape(len(members), 2)
+            out[index] = per_op, design_values(sum(cycles.values()), freq_mhz, values)
+        return out
+
+
+def _truth_cycles(plan: LayerPlan, reports: Mapping[str, Mapping[str, Any]]) -> float:
+    """SCALE-Sim's cycles for an array op (all its copies); the model's for a vector op."""
+    if plan.job is None:
+        return plan.cycles
+    return float(reports[plan.job.key][TRUTH_FIGURE]) * plan.copies
+
+
+def design_values(latency_cycles: float, freq_mhz: float, model: Mapping[str, float]) -> dict[str, float]:
+    """A design's figures with SCALE-Sim's latency: energy and area the model's, power over the new latency."""
+    latency_ms = latency_cycles / (freq_mhz * 1e3)
+    power_w = model["energy_mj"] / latency_ms if latency_ms > 0 else 0.0
+    return {
+        "latency_cycles": latency_cycles,
+        "latency_ms": latency_ms,
+        "energy_mj": model["energy_mj"],
+        "area_mm2": model["area_mm2"],
+        "power_w": power_w,
+    }
