@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 
@@ -21,15 +20,7 @@ from mappers.rdu.placement import place_by_gain
 from mappers.rdu.problem import build_problem
 from mappers.rdu.sections import RduSectionMapper
 from mappers.rdu.threshold import ThresholdBounds, exact_section
-from tests.test_rdu_node import random_arch, random_chain, rdu
-
-
-def _enumerated_compute(problem, first: int, last: int, pmu_cap: int) -> float:
-    best = math.inf
-    for opts in itertools.product(*problem.options[first : last + 1]):
-        if sum(o.pcus for o in opts) <= problem.arch.pcus and sum(o.pmus for o in opts) <= pmu_cap:
-            best = min(best, sum(o.fill_ps for o in opts) + max(o.steady_ps for o in opts))
-    return best
+from tests.test_rdu_node import enumerated_section_compute, random_arch, random_chain, rdu
 
 
 def _problems(seed: int, count: int):
@@ -53,7 +44,7 @@ def test_threshold_bound_and_knapsack_agree_with_enumeration() -> None:
                 for b in range(a, min(problem.n, a + 4)):
                     if math.prod(len(problem.options[i]) for i in range(a, b + 1)) > 20_000:
                         continue
-                    optimum = _enumerated_compute(problem, a, b, cap)
+                    optimum = enumerated_section_compute(problem, a, b, cap)
                     assert lower[a, b] <= optimum * (1 + 1e-9)
                     value, choice, fits = exact_section(problem, bounds, a, b, cap)
                     if math.isfinite(optimum):

@@ -87,7 +87,8 @@ def test_lower_bound_holds_on_random_graphs_and_chips() -> None:
         cases += 1
 
 
-def _exact_section_compute(problem, first: int, last: int, pmu_cap: int) -> float:
+def enumerated_section_compute(problem, first: int, last: int, pmu_cap: int) -> float:
+    """A section's least compute by enumerating every option combination that fits (small sections only)."""
     best = math.inf
     for opts in itertools.product(*problem.options[first : last + 1]):
         if sum(o.pcus for o in opts) <= problem.arch.pcus and sum(o.pmus for o in opts) <= pmu_cap:
@@ -109,7 +110,7 @@ def test_section_compute_relaxation_never_exceeds_the_exact_section_compute() ->
             for a in range(problem.n):
                 for b in range(a, min(problem.n, a + 4)):
                     if math.prod(len(problem.options[i]) for i in range(a, b + 1)) <= 20_000:
-                        exact = _exact_section_compute(problem, a, b, cap)
+                        exact = enumerated_section_compute(problem, a, b, cap)
                         assert lower[a, b] <= exact * (1 + 1e-9)  # float prefix sums; the path rounds down
 
 

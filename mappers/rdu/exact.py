@@ -22,8 +22,9 @@ from mappers.rdu.heuristics import unfused_plan
 from mappers.rdu.placement import place_by_gain, place_exact
 from mappers.rdu.threshold import ThresholdBounds, exact_section
 
-INITIAL_COVERS = 6  # covers of the least initial interval bounds realised before any split
+INITIAL_COVERS = 2  # covers of the least initial interval bounds realised before any split
 SPLIT = 4  # an open PMU interval is cut into this many
+EXACT_PLACE_WITHIN = 0.25  # a realised plan whose local-search placement is this close to the best gets CP-SAT's
 FINAL_PLACE_TIME_S = 1.0  # CP-SAT deterministic time of the best plan's placement when the gap is still open
 GAP_TOLERANCE = 0.01  # the stated gap a plan is proven within; 0 searches until the steps run out
 STALL = 1e-6  # relative: a split that raises no child's bound by more stalls
@@ -97,9 +98,10 @@ class SectionAllocations:
             return None
         return self.bounds.upper_choice(pmu_cap, first, last, int(threshold[first, last]), int(price[first, last]))
 
-    def realise(self, starts: list[bool], pmu_cap: int) -> Plan | None:
+    def realise(self, starts: list[bool], pmu_cap: int, exact_below: float = math.inf) -> Plan | None:
         """The plan of the cover ``starts`` with every section allocated within ``pmu_cap`` PMUs and the items
-        placed by ``place_by_gain`` (None: a section cannot fit)."""
+        placed by ``place_by_gain``, then by ``place_exact`` when that plan is faster than ``exact_below`` ps
+        (None: a section cannot fit)."""
         choice: list[int] = []
         for a, b in Plan(starts, [], {}).sections():
             part = self.choose(a, b, pmu_cap)
@@ -107,8 +109,9 @@ class SectionAllocations:
                 return None
             choice += part
         plan = Plan(list(starts), choice, {})
-        hint = place_by_gain(self.problem, plan.starts, choice)
-        plan.tiers = place_exact(self.problem, plan.starts, choice, hint)
+        plan.tiers = place_by_gain(self.problem, plan.starts, choice)
+        if plan_cost(self.problem, plan).latency_ps < exact_below:
+            plan.tiers = place_exact(self.problem, plan.starts, choice, plan.tiers)
         return plan
 
 
@@ -137,7 +140,8 @@ def solve_exact(
             if cap <= 0 or not any(dual.starts) or key in realised:
                 continue
             realised.add(key)
-            plan = allocations.realise(dual.starts, cap)
+            near = best[0].latency_ps * (1 + EXACT_PLACE_WITHIN) if best[0].feasible else math.inf
+            plan = allocations.realise(dual.starts, cap, near)
             if plan is None:
                 continue
             cost = plan_cost(problem, plan)

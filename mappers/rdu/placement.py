@@ -147,6 +147,9 @@ def place_exact(
     feasible placement it starts from and returns if it finds nothing better)."""
     arch = problem.arch
     plan = Plan(starts, choice, dict(hint))
+    hint_cost = plan_cost(problem, plan)
+    if hint_cost.feasible and all(s.seconds_ps == s.compute_ps for s in hint_cost.sections):
+        return dict(hint)  # every section is compute-bound already: no placement is faster
     sections = plan.sections()
     section_of = {i: s for s, (a, b) in enumerate(sections) for i in range(a, b + 1)}
     base = plan_cost(problem, Plan(starts, choice, {p.name: "sram" for p in problem.placeables}))
@@ -173,7 +176,6 @@ def place_exact(
             for t in TIERS:
                 if (item.name, t) in x:
                     reads[s][t].append((problem.bytes_ps(t, nbytes), x[item.name, t]))
-    hint_cost = plan_cost(problem, plan)
     horizon = max(hint_cost.latency_ps, 1) + 1
     times = []
     for s, cost in enumerate(base.sections):
