@@ -110,12 +110,8 @@ def test_signal_during_sweep_keeps_points_and_resumes(tmp_path: Path, signum: si
     assert all((run / name).is_file() for name in OUTPUTS)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_signal_while_writing_outputs_leaves_no_partial_file(tmp_path: Path, signum: signal.Signals) -> None:
-    """``dse report`` rewrites points.*, pareto.csv and report.html; stopped half-way, none is left half-written."""
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(SWEEP_SPEC.replace("budget: 4000", "budget: 300"))
-    run = tmp_path / "run"
+def explored(spec: Path, run: Path) -> Path:
+    """``run`` after a complete serial ``dse explore`` of ``spec`` (the state the interruptions start from)."""
     done = subprocess.run(
         [sys.executable, "-m", "dse.cli", "explore", str(spec), "-o", str(run), "-q", "--executor", "serial"],
         capture_output=True,
@@ -123,6 +119,15 @@ def test_signal_while_writing_outputs_leaves_no_partial_file(tmp_path: Path, sig
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
+    return run
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_while_writing_outputs_leaves_no_partial_file(tmp_path: Path, signum: signal.Signals) -> None:
+    """``dse report`` rewrites points.*, pareto.csv and report.html; stopped half-way, none is left half-written."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SWEEP_SPEC.replace("budget: 4000", "budget: 300"))
+    run = explored(spec, tmp_path / "run")
     report = run / "report.html"
     report.unlink()
     csv_before = (run / "points.csv").stat().st_mtime_ns
@@ -147,14 +152,7 @@ def test_signal_during_export_leaves_no_partial_project(tmp_path: Path, signum: 
     pytest.importorskip("hls4ml")
     spec = tmp_path / "fpga.yaml"
     spec.write_text(FPGA_SPEC)
-    run = tmp_path / "run"
-    done = subprocess.run(
-        [sys.executable, "-m", "dse.cli", "explore", str(spec), "-o", str(run), "-q", "--executor", "serial"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    run = explored(spec, tmp_path / "run")
     point = (run / "pareto.csv").read_text().splitlines()[1].split(",")[0]
     out = tmp_path / "export"
     # --csim keeps the exporter busy (a g++ build) well after the project folder appears, so the signal

@@ -215,14 +215,7 @@ def layer_list(design: NetworkDesign, weights: dict[str, tuple[np.ndarray, np.nd
                     "n_filt": d["K"],
                     "filt_height": d["R"],
                     "filt_width": d["S"],
-                    "stride_height": sh,
-                    "stride_width": sw,
-                    "out_height": d["P"],
-                    "out_width": d["Q"],
-                    "pad_top": pt,
-                    "pad_bottom": pb,
-                    "pad_left": pl,
-                    "pad_right": pr,
+                    **_window_fields(d, (sh, sw), (pt, pl, pb, pr)),
                     "weight_data": kernel,
                     "bias_data": bias,
                 }
@@ -247,14 +240,7 @@ def layer_list(design: NetworkDesign, weights: dict[str, tuple[np.ndarray, np.nd
                     "n_filt": d["C"],
                     "pool_height": d["R"],
                     "pool_width": d["S"],
-                    "stride_height": sh,
-                    "stride_width": sw,
-                    "out_height": d["P"],
-                    "out_width": d["Q"],
-                    "pad_top": pt,
-                    "pad_bottom": pb,
-                    "pad_left": pl,
-                    "pad_right": pr,
+                    **_window_fields(d, (sh, sw), (pt, pl, pb, pr)),
                 }
             )
             ref.append(RefLayer("pool", {"mode": mode, "size": (d["R"], d["S"]), "stride": (sh, sw)}))
@@ -276,6 +262,21 @@ def layer_list(design: NetworkDesign, weights: dict[str, tuple[np.ndarray, np.nd
             raise ExportError(f"op {op.name!r} ({op.kind.value}) cannot be exported to hls4ml")
         prev = layers[-1]["name"]
     return layers, (tuple(_channels_last(in_shape)), ref)
+
+
+def _window_fields(dims: dict[str, int], stride: tuple[int, int], pad: tuple[int, int, int, int]) -> dict[str, int]:
+    """hls4ml's stride, output size and padding attributes of a 2-D window layer (conv or pool)."""
+    pt, pl, pb, pr = pad
+    return {
+        "stride_height": stride[0],
+        "stride_width": stride[1],
+        "out_height": dims["P"],
+        "out_width": dims["Q"],
+        "pad_top": pt,
+        "pad_bottom": pb,
+        "pad_left": pl,
+        "pad_right": pr,
+    }
 
 
 def _channels_last(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -348,13 +348,22 @@ def _user_mode_traffic(
     gemm: LoweredGemm, rows: int, cols: int, df: str, sram_words: tuple[int, int], bw: int
 ) -> UserModeTraffic:
     ifmap, filt = _user_operands(gemm, rows, cols, df, *sram_words)
+    walks = [(*_window_walk(op, words), op.fetch_matrix_words) for op, words in zip((ifmap, filt), sram_words)]
+    return traffic_of_walks(walks, sram_words, bw)
+
+
+def traffic_of_walks(
+    walks: list[tuple[int, list[tuple[int, int]], int]], sram_words: tuple[int, int], bw: int
+) -> UserModeTraffic:
+    """The traffic of the two operands' window walks ((prefetch count, miss events, fetch-matrix words) each,
+    ifmap then filter): DRAM reads, the replayed read stalls and the first fill. Shared by the scalar walk and
+    the fold-level one (``user_mode_batch``)."""
     reads: list[float] = []
     events: list[list[tuple[int, int]]] = []
     prefetch_lines: list[int] = []
     fills: list[int] = []
-    for op, words in zip((ifmap, filt), sram_words):
-        count, evs = _window_walk(op, words)
-        first_lines, lines = prefetch_lines_of(words, op.fetch_matrix_words, bw)
+    for (count, evs, fetch_words), words in zip(walks, sram_words):
+        first_lines, lines = prefetch_lines_of(words, fetch_words, bw)
         reads.append(float((first_lines + count * lines) * bw))
         events.append(evs)
         prefetch_lines.append(lines)

@@ -30,10 +30,9 @@ import numpy as np
 from hwmodels.systolic.compute import ConvGeometry, LoweredGemm, fold_cycles, folds, spatial_dims
 from hwmodels.systolic.user_mode import (
     UserModeTraffic,
-    prefetch_lines_of,
     rollout_index,
     set_words,
-    stall_replay,
+    traffic_of_walks,
     window_geometry,
 )
 
@@ -277,18 +276,9 @@ def user_mode_traffic_batch(
 
 @functools.lru_cache(maxsize=1 << 14)
 def _traffic(gemm: LoweredGemm, rows: int, cols: int, df: str, sram_words: tuple[int, int], bw: int) -> UserModeTraffic:
-    reads: list[float] = []
-    events: list[list[tuple[int, int]]] = []
-    prefetch_lines: list[int] = []
-    fills: list[int] = []
-    for runs, words in zip(_user_runs(gemm, rows, cols, df, *sram_words), sram_words):
-        count, evs = _walk_runs(runs, words)
-        first_lines, lines = prefetch_lines_of(words, runs.fetch_matrix_words, bw)
-        reads.append(float((first_lines + count * lines) * bw))
-        events.append(evs)
-        prefetch_lines.append(lines)
-        fills.append(first_lines)
-    return UserModeTraffic(reads[0], reads[1], stall_replay(events, prefetch_lines), max(fills))
+    operands = _user_runs(gemm, rows, cols, df, *sram_words)
+    walks = [(*_walk_runs(runs, words), runs.fetch_matrix_words) for runs, words in zip(operands, sram_words)]
+    return traffic_of_walks(walks, sram_words, bw)
 
 
 def clear_batch_cache() -> None:

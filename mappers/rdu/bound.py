@@ -234,13 +234,9 @@ class SectionBounds:
         return out
 
 
-def shortest_path(section_cost: np.ndarray, reconfig_ps: float) -> float:
-    """Cheapest cover of ops 0..n-1 by consecutive sections, each costing reconfig + its entry."""
-    return shortest_path_cuts(section_cost, reconfig_ps)[0]
-
-
 def shortest_path_cuts(section_cost: np.ndarray, reconfig_ps: float) -> tuple[float, list[bool]]:
-    """The cheapest cover's cost and its section starts (all False where nothing covers the ops)."""
+    """Cheapest cover of ops 0..n-1 by consecutive sections, each costing reconfig + its entry: its cost and its
+    section starts (all False where nothing covers the ops)."""
     n = section_cost.shape[0]
     best = np.full(n + 1, np.inf)
     back = np.zeros(n + 1, dtype=np.int64)
@@ -335,7 +331,6 @@ def interval_duals(
     problem: SectionProblem,
     bounds: SectionBounds | None = None,
     compute_lb: Callable[[int], np.ndarray] | None = None,
-    intervals: list[tuple[int, int]] | None = None,
     refine: bool = True,
 ) -> list[IntervalDual]:
     """Per PMU interval: the bound and its cover (``interval_dual``). The bound of the problem is the least of
@@ -343,7 +338,7 @@ def interval_duals(
     bounds = bounds or SectionBounds(problem)
     overall = math.inf
     out: list[IntervalDual] = []
-    for lo, hi in intervals or pmu_intervals(problem):
+    for lo, hi in pmu_intervals(problem):
         dual = interval_dual(problem, bounds, lo, hi, compute_lb, overall, refine)
         if dual is not None:
             out.append(dual)
