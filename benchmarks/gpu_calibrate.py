@@ -10,7 +10,8 @@ stored constants (shapes never fitted).
 
     .venv/bin/python benchmarks/gpu_calibrate.py                      # A100 80GB, LLMCompass data in ../shared
     .venv/bin/python benchmarks/gpu_calibrate.py --write
-    .venv/bin/python benchmarks/gpu_calibrate.py --csv hwmodels/data/gpu_measured_h100.csv --gpu h100_sxm --write
+    .venv/bin/python benchmarks/gpu_calibrate.py --csv hwmodels/data/gpu_measured_h100_graph_fp16.csv \
+        --gpu h100_sxm --precision fp16 --write
     .venv/bin/python benchmarks/gpu_calibrate.py --check path/to/more_llmcompass_files/
 """
 
@@ -26,6 +27,7 @@ if str(ROOT) not in sys.path:
 
 from hwmodels.catalogs.gpu_tuning import calibration_for, write_calibration, write_sources  # noqa: E402
 from hwmodels.gpu.calibrate import (  # noqa: E402
+    OP_KINDS,
     Measurement,
     calibration_entry,
     evaluate,
@@ -41,12 +43,13 @@ LLMCOMPASS_A100 = ROOT.parent / "shared" / "data" / "gpu" / "llmcompass_a100"
 KINDS = ("GEMM", "softmax", "layernorm", "GELU", "all")
 
 
-def load(paths: list[Path], gpu: str) -> list[Measurement]:
-    """Rows from LLMCompass folders and plain CSV files (only those of ``gpu``)."""
+def load(paths: list[Path], gpu: str, precision: str) -> list[Measurement]:
+    """Rows from LLMCompass folders and plain CSV files: those of ``gpu`` at ``precision``, of the op kinds the
+    model prices as one kernel (``OP_KINDS``: a CSV's attention rows are several kernels, and are skipped)."""
     rows: list[Measurement] = []
     for path in paths:
-        rows += read_llmcompass(path, gpu) if path.is_dir() else read_measurements(path)
-    return [m for m in rows if m.gpu == gpu]
+        rows += read_llmcompass(path, gpu) if path.is_dir() else read_measurements(path, tuple(OP_KINDS))
+    return [m for m in rows if m.gpu == gpu and m.precision == precision]
 
 
 def print_table(title: str, columns: dict[str, dict[str, float]], counts: dict[str, int]) -> None:
@@ -65,7 +68,7 @@ def check(paths: list[Path], gpu: str, precision: str) -> int:
     if entry is None:
         print(f"gpu_calibrate: {gpu} has no stored calibration; run with --write first", file=sys.stderr)
         return 2
-    rows = load(paths, gpu)
+    rows = load(paths, gpu, precision)
     if not rows:
         print(f"gpu_calibrate: no {gpu} rows in {', '.join(map(str, paths))}", file=sys.stderr)
         return 2
@@ -108,9 +111,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    rows = load([*folders, *args.csv], args.gpu)
+    rows = load([*folders, *args.csv], args.gpu, args.precision)
     if not rows:
-        print(f"gpu_calibrate: no rows measured on {args.gpu}", file=sys.stderr)
+        print(f"gpu_calibrate: no rows measured on {args.gpu} at {args.precision}", file=sys.stderr)
         return 2
     arch = GpuTemplate().instantiate({"gpu": args.gpu, "precision": args.precision})
     report = evaluate(rows, arch, args.folds)
@@ -128,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"fitted: compute_fraction={tuning.compute_fraction:.3f} bandwidth_fraction={tuning.bandwidth_fraction:.3f} "
         f"launch_us={tuning.launch_us:.2f} overlap_exponent={tuning.overlap_exponent:.2f} "
-        f"long_row_bytes={tuning.long_row_bytes:g}"
+        f"long_row_bytes={tuning.long_row_bytes:g} conv_efficiency={tuning.conv_efficiency:.3f} "
+        f"conv_fixed_us={tuning.conv_fixed_us:.2f}"
     )
     for k in tuning.kernels:
         print(
@@ -142,7 +146,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {m.name:<28} measured {m.seconds * 1e6:10.1f} us  held-out model {p * 1e6:10.1f} us")
     if args.write:
         source = ", ".join(sorted({m.source or "plain CSV" for m in rows}))
-        entry = calibration_entry(report, arch.gpu, args.precision, source, args.folds)
+        files = ", ".join(
+            p.resolve().relative_to(ROOT).as_posix() if p.resolve().is_relative_to(ROOT) else p.name
+            for p in [*folders, *args.csv]
+        )
+        taken = f"{files}, measured as: " + " / ".join(sorted({m.method for m in rows}))
+        entry = calibration_entry(report, arch.gpu, args.precision, source, args.folds, taken)
         print(f"wrote {write_calibration(entry)} and {write_sources()}")
     return 0
 

@@ -1,13 +1,16 @@
 """Time GEMM, conv, attention, softmax, layernorm and GELU calls with PyTorch and write a measurement CSV.
 
 Why: the GPU model's tuning constants are assumptions until they are fitted to measured kernels. This script
-measures on CUDA when present (CUDA events around each call) and on the CPU otherwise (so it always runs),
+measures on CUDA when present (CUDA events around each eager call, or with ``--graph-calls N`` around a
+replayed CUDA graph of N calls: the device time without the host's per-call cost) and on the CPU otherwise
+(so it always runs),
 with warm-up, several repeats and the median, and writes the plain format ``hwmodels.gpu.calibrate`` reads
 (GPU, precision, op, shape, latency, how it was taken) plus the device name, library versions and time of
 the run in every row. ``--fit GPU`` prints the calibration's cross-validated error on the measurement;
 ``benchmarks/gpu_calibrate.py --csv FILE --gpu GPU --write`` stores the fitted constants.
 
     .venv/bin/python benchmarks/gpu_measure.py --out hwmodels/data/gpu_measured_h100.csv --fit h100_sxm
+    .venv/bin/python benchmarks/gpu_measure.py --graph-calls 20 --out hwmodels/data/gpu_measured_h100_graph.csv
     .venv/bin/python benchmarks/gpu_measure.py --device cpu --quick --out /tmp/cpu.csv
 
 Every GEMM-shaped row gives the GEMM the model sees (conv: M = N*P*Q, N = K, K = C*R*S; batched matmul:
@@ -197,13 +200,54 @@ def time_call(
     return statistics.median(samples), min(samples)
 
 
-def measure(device: str, dtype_name: str, warmup: int, repeats: int, quick: bool) -> tuple[list[Row], dict[str, str]]:
+def time_graph(fn: Callable[[], object], warmup: int, repeats: int, torch, calls: int) -> tuple[float, float]:
+    """(median, min) seconds of one call of ``fn`` on the device alone: ``calls`` calls captured in one CUDA
+    graph, replayed ``repeats`` times between CUDA events, each replay's time over ``calls``. The host's
+    per-call cost (tens of us in a VM, which an eager timing of a small kernel is mostly made of) is gone;
+    what is left is the kernel and the gap between kernels, what the model's ``launch_us`` stands for."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the default stream, as graph capture requires
+        for _ in range(warmup):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1e-3 / calls)
+    del graph
+    torch.cuda.empty_cache()
+    return statistics.median(samples), min(samples)
+
+
+def measure(
+    device: str, dtype_name: str, warmup: int, repeats: int, quick: bool, graph_calls: int = 0
+) -> tuple[list[Row], dict[str, str]]:
+    """Time every shape (``quick``: a few); ``graph_calls`` > 0 (CUDA only) times them as CUDA graphs of that
+    many calls (``time_graph``), else one eager call at a time (``time_call``)."""
     import torch
 
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[dtype_name]
     eb = torch.tensor([], dtype=dtype).element_size()
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     events = torch if device == "cuda" else None
+
+    def time_call_or_graph(fn: Callable[[], object]) -> tuple[float, float]:
+        if graph_calls > 0:
+            return time_graph(fn, warmup, repeats, torch, graph_calls)
+        return time_call(fn, sync, warmup, repeats, events)
+
     torch.manual_seed(0)
     rows: list[Row] = []
     with torch.inference_mode():
@@ -213,7 +257,7 @@ def measure(device: str, dtype_name: str, warmup: int, repeats: int, quick: bool
             a = torch.randn(count, m, k, device=device, dtype=dtype)
             b = torch.randn(count, k, n, device=device, dtype=dtype)
             fn = (lambda a=a, b=b: torch.bmm(a, b)) if count > 1 else (lambda a=a[0], b=b[0]: a @ b)
-            med, low = time_call(fn, sync, warmup, repeats, events)
+            med, low = time_call_or_graph(fn)
             traffic = (m * k + k * n + m * n) * count * eb
             rows.append(
                 Row("gemm", name, m, n, k, count, dtype_name, eb, 2.0 * m * n * k * count, traffic, med, low, repeats)
@@ -225,14 +269,10 @@ def measure(device: str, dtype_name: str, warmup: int, repeats: int, quick: bool
             weight = torch.randn(kout, c, r, s, device=device, dtype=dtype)
             p = (h + 2 * pad - r) // stride + 1
             q = (w + 2 * pad - s) // stride + 1
-            med, low = time_call(
+            med, low = time_call_or_graph(
                 lambda x=x, weight=weight, stride=stride, pad=pad: torch.nn.functional.conv2d(
                     x, weight, stride=stride, padding=pad
-                ),
-                sync,
-                warmup,
-                repeats,
-                events,
+                )
             )
             gm, gn, gk = batch * p * q, kout, c * r * s
             traffic = (x.numel() + weight.numel() + batch * kout * p * q) * eb
@@ -251,7 +291,7 @@ def measure(device: str, dtype_name: str, warmup: int, repeats: int, quick: bool
                 scores = torch.softmax((q_ @ k_.transpose(1, 2)) / d**0.5, dim=-1)
                 return scores @ v_
 
-            med, low = time_call(attention, sync, warmup, repeats, events)
+            med, low = time_call_or_graph(attention)
             flops = 4.0 * bh * seq * kv * d + 5.0 * bh * seq * kv
             traffic = (q_.numel() + k_.numel() + v_.numel() + bh * seq * d) * eb
             rows.append(Row("attention", name, seq, kv, d, bh, dtype_name, eb, flops, traffic, med, low, repeats))
@@ -268,13 +308,14 @@ def measure(device: str, dtype_name: str, warmup: int, repeats: int, quick: bool
                 "layernorm": lambda x=x, n=n: torch.nn.functional.layer_norm(x, (n,)),
                 "gelu": lambda x=x: torch.nn.functional.gelu(x),
             }[op]
-            med, low = time_call(kernel, sync, warmup, repeats, events)
+            med, low = time_call_or_graph(kernel)
             rows.append(Row(op, name, m, n, 0, 1, dtype_name, eb, 5.0 * m * n, 2.0 * m * n * eb, med, low, repeats))
     return rows, device_info(torch, device)
 
 
-def write_csv(path: Path, rows: list[Row], info: dict[str, str], gpu: str, warmup: int) -> Path:
-    """The plain measurement format (``COLUMNS``): one row per timed call."""
+def write_csv(path: Path, rows: list[Row], info: dict[str, str], gpu: str, warmup: int, graph_calls: int = 0) -> Path:
+    """The plain measurement format (``COLUMNS``): one row per timed call; ``method`` says how (an 'eager'
+    method pays the host's per-call cost in ``hwmodels.gpu.calibrate``, a 'CUDA graph' one does not)."""
     timer = "CUDA events" if info["device"] == "cuda" else "wall clock around a synchronised call"
     source = f"benchmarks/gpu_measure.py on {info['device_name']}, torch {info['torch']} {info['timestamp']}"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -283,7 +324,12 @@ def write_csv(path: Path, rows: list[Row], info: dict[str, str], gpu: str, warmu
         writer.writeheader()
         for row in rows:
             fields = asdict(row)
-            method = f"eager PyTorch call, {timer}, median of {row.repeats} after {warmup} warm-up"
+            method = (
+                f"CUDA graph of {graph_calls} PyTorch calls, {timer} around each replay over {graph_calls}, "
+                f"median of {row.repeats} replays after {warmup} warm-up calls"
+                if graph_calls > 0
+                else f"eager PyTorch call, {timer}, median of {row.repeats} after {warmup} warm-up"
+            )
             writer.writerow(
                 {
                     "gpu": gpu,
@@ -324,6 +370,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="a few small shapes only (seconds on a CPU)")
+    parser.add_argument(
+        "--graph-calls",
+        type=int,
+        default=0,
+        metavar="N",
+        help="CUDA only: time N calls captured in a CUDA graph (device time, no host cost); 0 = eager calls",
+    )
     parser.add_argument("--out", type=Path, default=Path("gpu_measure.csv"))
     parser.add_argument("--gpu", help="catalog GPU written in the gpu column (default: from the device name)")
     parser.add_argument(
@@ -342,8 +395,12 @@ def main(argv: list[str] | None = None) -> int:
         print("gpu_measure: --device cuda but no CUDA device is available", file=sys.stderr)
         return 2
     dtype = args.dtype or ("fp16" if device == "cuda" else "fp32")
-    rows, info = measure(device, dtype, args.warmup, args.repeats, args.quick)
-    path = write_csv(args.out, rows, info, args.gpu or catalog_gpu(info["device_name"]), args.warmup)
+    if args.graph_calls > 0 and device != "cuda":
+        print("gpu_measure: --graph-calls needs a CUDA device", file=sys.stderr)
+        return 2
+    rows, info = measure(device, dtype, args.warmup, args.repeats, args.quick, args.graph_calls)
+    gpu = args.gpu or catalog_gpu(info["device_name"])
+    path = write_csv(args.out, rows, info, gpu, args.warmup, args.graph_calls)
     print(f"{info['device_name']} ({device}), torch {info['torch']}, {dtype}: {len(rows)} shapes -> {path}")
     for r in rows:
         achieved = r.flops / r.median_s / 1e12

@@ -7,9 +7,13 @@ BERT-base (128 tokens), and a Llama-2-7B-shaped layer stack (4 layers, decode ov
 run in a subprocess on the same pickled graphs, with its defaults. Optionally times a whole
 ``dse explore`` of a spec (``--explore designs/gpt2_decode_rdu.yaml``).
 
-``--grid SPEC`` solves every point of an rdu spec's parameter grid one by one and prints the gap and time of each.
+``--grid SPEC`` solves every point of an rdu spec's parameter grid one by one and prints the gap and time of each
+(``--every K``: every K-th point only); with ``--closed-form`` it also times the surrogates' RDU closed form
+(``surrogates.rdu_baseline``: the bound's first covers realised) on each point and prints its latency, energy
+and bound against the exact mapping's, and its time per point against the exact mapper's.
 
-Run: ``.venv/bin/python benchmarks/rdu_solver_bench.py [--before /tmp/head] [--grid SPEC] [--explore SPEC]``
+Run: ``.venv/bin/python benchmarks/rdu_solver_bench.py [--before /tmp/head] [--grid SPEC [--every K]
+[--closed-form]] [--explore SPEC]``
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ def solve_all(graph_file: str, options: dict) -> dict:
     arch = RduTemplate().instantiate({"preset": "sn40l", "precision": "bf16"})
     out = {}
     for name, graph in pickle.loads(Path(graph_file).read_bytes()).items():
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         solver = RduSectionMapper(**options).map(graph, arch).solver
         out[name] = {
             "ops": len(graph.ops),
@@ -55,12 +59,14 @@ def solve_all(graph_file: str, options: dict) -> dict:
             "bound_us": solver["bound"] / 1e6,
             "gap": solver["gap"],
             "seconds": time.perf_counter() - started,
+            "cpu_seconds": time.process_time() - cpu,
         }
     return out
 
 
-def grid_summary(spec_path: str, options: dict) -> None:
-    """Solve each point of the spec's parameter grid (its workload, one process): status, gap and seconds."""
+def grid_summary(spec_path: str, options: dict, every: int = 1, closed_form: bool = False) -> None:
+    """Solve each point of the spec's parameter grid (its workload, one process): status, gap and seconds; with
+    ``closed_form`` also the closed form's time and its latency, energy and bound relative to the exact plan's."""
     import itertools
 
     import numpy as np
@@ -68,7 +74,9 @@ def grid_summary(spec_path: str, options: dict) -> None:
 
     from dse.session import build_graph
     from dse.spec.load import load_spec
+    from hwmodels.rdu.model import RduModel
     from mappers.rdu.sections import RduSectionMapper, clear_cache
+    from surrogates.rdu_baseline import RduCoverMapper
     from templates.rdu import RduTemplate
 
     spec = load_spec(spec_path)
@@ -78,24 +86,46 @@ def grid_summary(spec_path: str, options: dict) -> None:
     grids = [v if isinstance(v, list) else [v] for v in params.values()]
     mapper_options = {**dict(spec.template.mapper_options or {}), **options}
     print(f"\n{spec_path}: every grid point ({graph.name}, {len(graph.ops)} ops), mapper options {mapper_options}")
-    gaps, seconds, statuses = [], [], []
-    for values in itertools.product(*grids):
+    gaps, seconds, cpu_seconds, statuses, closed = [], [], [], [], []
+    for values in list(itertools.product(*grids))[::every]:
         point = dict(zip(names, values))
         arch = RduTemplate().instantiate(point)
         clear_cache()
-        started = time.perf_counter()
-        solver = RduSectionMapper(**mapper_options).map(graph, arch).solver
+        started, cpu = time.perf_counter(), time.process_time()
+        mapping = RduSectionMapper(**mapper_options).map(graph, arch)
+        solver = mapping.solver
         seconds.append(time.perf_counter() - started)
+        cpu_seconds.append(time.process_time() - cpu)
         gaps.append(solver["gap"])
         statuses.append(solver["status"])
         shown = " ".join(f"{k}={v}" for k, v in point.items() if k != "preset")
-        print(f"  {shown:<40} {solver['status']:<16} gap {solver['gap']:.4f} {seconds[-1]:6.2f} s")
+        line = f"  {shown:<40} {solver['status']:<16} gap {solver['gap']:.4f} {seconds[-1]:6.2f} s"
+        if closed_form:
+            started, cpu = time.perf_counter(), time.process_time()
+            cover = RduCoverMapper().map(graph, arch)
+            cover_s, cover_cpu = time.perf_counter() - started, time.process_time() - cpu
+            truth, estimate = RduModel().evaluate(mapping, arch), RduModel().evaluate(cover, arch)
+            ratios = [estimate[m] / truth[m] for m in ("latency_ms", "energy_mj", "power_w")]
+            closed.append([cover_s, *ratios, cover.solver["bound"] / solver["latency_ps"], cover_cpu])
+            line += f" | closed form {cover_s:5.2f} s, latency x{ratios[0]:.4f} energy x{ratios[1]:.4f}"
+        print(line)
     gaps_a, secs_a = np.array(gaps), np.array(seconds)
     print(
         f"  {len(gaps)} points: gap <= 1 % on {np.mean(gaps_a <= 0.01):.0%}, median gap {np.median(gaps_a):.4f}, "
         f"max {gaps_a.max():.4f}; seconds median {np.median(secs_a):.2f}, max {secs_a.max():.2f}, "
-        f"total {secs_a.sum():.1f}"
+        f"total {secs_a.sum():.1f} (cpu {sum(cpu_seconds):.1f}: the time on an idle core)"
     )
+    if closed:
+        c = np.array(closed)
+        print(
+            f"  closed form: seconds median {np.median(c[:, 0]):.2f}, total {c[:, 0].sum():.1f} "
+            f"({c[:, 0].sum() / secs_a.sum():.1%} of the exact mapper's; cpu {c[:, 5].sum():.1f}, "
+            f"{c[:, 5].sum() / sum(cpu_seconds):.1%}); latency / exact: median "
+            f"{np.median(c[:, 1]):.4f}, max {c[:, 1].max():.4f}, exact on {np.mean(c[:, 1] <= 1 + 1e-9):.0%}; "
+            f"|energy / exact - 1| median {np.median(abs(c[:, 2] - 1)):.4f} max {abs(c[:, 2] - 1).max():.4f}; "
+            f"|power / exact - 1| median {np.median(abs(c[:, 3] - 1)):.4f}; bound / exact latency median "
+            f"{np.median(c[:, 4]):.4f} min {c[:, 4].min():.4f}"
+        )
 
 
 def main() -> None:
@@ -104,6 +134,8 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=None, help="deterministic limit of 'after' (s)")
     parser.add_argument("--explore", help="also time `dse explore SPEC` (2 local workers)")
     parser.add_argument("--grid", help="also solve every grid point of an rdu SPEC's params, one by one")
+    parser.add_argument("--every", type=int, default=1, help="with --grid: every K-th grid point only")
+    parser.add_argument("--closed-form", action="store_true", help="with --grid: time the closed form too")
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:  # subprocess mode: solve with the checkout first on sys.path
@@ -126,7 +158,8 @@ def main() -> None:
             runs["before"] = json.loads(result.stdout.strip().splitlines()[-1])
     print("RDU sections mapper, SN40L-like preset, bf16, batch 1 (latency objective)")
     header = (
-        f"{'workload':<18} {'ops':>4} {'run':<6} {'status':<16} {'latency us':>11} {'bound us':>10} {'gap':>7} {'s':>6}"
+        f"{'workload':<18} {'ops':>4} {'run':<6} {'status':<16} {'latency us':>11} {'bound us':>10} {'gap':>7} "
+        f"{'s':>6} {'cpu s':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -136,10 +169,11 @@ def main() -> None:
                 r = runs[run][name]
                 print(
                     f"{name:<18} {r['ops']:>4} {run:<6} {r['status']:<16} {r['latency_us']:>11.3f} "
-                    f"{r['bound_us']:>10.3f} {r['gap']:>7.4f} {r['seconds']:>6.2f}"
+                    f"{r['bound_us']:>10.3f} {r['gap']:>7.4f} {r['seconds']:>6.2f} "
+                    f"{r.get('cpu_seconds', float('nan')):>6.2f}"
                 )
     if args.grid:
-        grid_summary(args.grid, options)
+        grid_summary(args.grid, options, args.every, args.closed_form)
     if args.explore:
         with tempfile.TemporaryDirectory() as tmp:
             started = time.perf_counter()

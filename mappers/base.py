@@ -13,6 +13,14 @@ from typing import Any, Protocol
 from dse.graph import Graph
 from templates.base import Arch
 
+WALL_BACKSTOP_S, WALL_BACKSTOP_FACTOR = 60.0, 20.0
+
+
+def wall_backstop_s(deterministic_limit_s: float) -> float:
+    """A solver's wall-clock limit, far past its deterministic one: only a hung solve reaches it, so a loaded
+    machine gives the same answer later instead of a different one (same spec + seed, same result)."""
+    return WALL_BACKSTOP_S + WALL_BACKSTOP_FACTOR * float(deterministic_limit_s)
+
 
 class MappingError(ValueError):
     """No legal mapping exists; ``node`` names the op and the message says why."""

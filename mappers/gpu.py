@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dse.graph import Graph, Op, OpKind
 from hwmodels.catalogs.gpu import assumption
@@ -58,7 +58,11 @@ def lower_gemm(op: Op) -> Gemm:
     if op.kind is OpKind.CONV:
         groups = d.get("G", 1)
         return Gemm(
-            M=d["N"] * d["P"] * d["Q"], N=d["K"] // groups, K=(d["C"] // groups) * d["R"] * d["S"], count=groups
+            M=d["N"] * d["P"] * d["Q"],
+            N=d["K"] // groups,
+            K=(d["C"] // groups) * d["R"] * d["S"],
+            count=groups,
+            conv=d["R"] * d["S"] > 1,
         )
     if op.kind is OpKind.MATMUL:
         return Gemm(M=d["M"], N=d["N"], K=d["K"], count=d["B"])
@@ -101,6 +105,8 @@ def best_tile(
     for tile in candidate_tiles(arch):
         if tile.split_k > 1 and math.ceil(gemm.K / tile.split_k) < 2 * tile.bk:
             continue  # each split must still run a pipelined main loop
+        if tile.split_k > 1 and gemm.conv:
+            continue  # cuDNN's implicit-GEMM convs do not split K
         cost = gemm_cost(
             gemm, tile, arch, a_dram_bytes=a_dram, b_dram_bytes=b_dram, c_dram_bytes=c_dram, extra_read_bytes=extra
         )
@@ -232,12 +238,12 @@ def shard_gemm(gemm: Gemm, role: str, gpus: int) -> Gemm:
     if gpus <= 1 or role == "whole":
         return gemm
     if role == "column":
-        return Gemm(gemm.M, math.ceil(gemm.N / gpus), gemm.K, gemm.count)
+        return replace(gemm, N=math.ceil(gemm.N / gpus))
     if role == "row":
-        return Gemm(gemm.M, gemm.N, math.ceil(gemm.K / gpus), gemm.count)
+        return replace(gemm, K=math.ceil(gemm.K / gpus))
     if gemm.count >= gpus:
-        return Gemm(gemm.M, gemm.N, gemm.K, math.ceil(gemm.count / gpus))
-    return Gemm(math.ceil(gemm.M / gpus), gemm.N, gemm.K, gemm.count)
+        return replace(gemm, count=math.ceil(gemm.count / gpus))
+    return replace(gemm, M=math.ceil(gemm.M / gpus))
 
 
 def kernel_kind(op: Op) -> str:

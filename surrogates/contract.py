@@ -7,8 +7,8 @@ A row per design point holds
   scale, choices one-hot, free strings as a stable code), so a parameter a template gains later
   becomes a column without code here;
 - the template's closed-form estimate (``BASELINE_MAPPERS``: the family's cheap mapper through its own
-  hardware model -- the systolic fold closed forms, the RDU's best heuristic section plan priced by its
-  cost model plus the section lower bound, the GPU kernel cost, the FPGA analytical resources, the
+  hardware model -- the systolic fold closed forms, the RDU's section lower bound with its best covers
+  realised (``surrogates.rdu_baseline``), the GPU kernel cost, the FPGA analytical resources, the
   multicore scheduler's own seed schedule, load-balanced (``surrogates.multicore_baseline``)): its metrics
   on a log scale and the per-layer shares of where its cycles go.
 
@@ -29,14 +29,9 @@ import numpy as np
 from dse.graph import Graph, OpKind
 from dse.registry import family, make_mapper, mapper_option_names
 from hwmodels.base import Metrics
-from hwmodels.rdu.cost import plan_cost
-from mappers.base import Mapping as OpsMapping
-from mappers.rdu.bound import latency_lower_bound
-from mappers.rdu.heuristics import heuristic_plans
-from mappers.rdu.problem import build_problem
-from mappers.rdu.sections import to_mapping
 from mappers.systolic.fold import ARRAY_KINDS, lower_op
 from surrogates.multicore_baseline import MulticoreBalancedMapper
+from surrogates.rdu_baseline import RduCoverMapper
 from templates.base import Param, Template
 
 CONTRACT_VERSION = 1
@@ -73,28 +68,10 @@ CONTRACT_METRICS = (
 LAYER_FEATURES = ("b_share_array_cycles", "b_share_stall_cycles", "b_mean_utilization", "b_log_dram_bytes")
 
 
-@dataclass
-class RduHeuristicMapper:
-    """The RDU's closed form: the best of the heuristic section plans (unfused and fused DP plans),
-    priced by the RDU cost model, no CP-SAT. Its ``solver`` facts carry the section lower bound."""
-
-    name: str = "heuristic"
-
-    def map(self, graph: Graph, arch: Any) -> OpsMapping:
-        problem = build_problem(graph, arch, "latency")
-        cost, plan = min(
-            ((plan_cost(problem, p), p) for p in heuristic_plans(problem)),
-            key=lambda t: (not t[0].feasible, t[0].latency_ps),
-        )
-        lower = latency_lower_bound(problem)
-        info = {"status": "HEURISTIC", "value": float(cost.latency_ps), "bound": float(lower), "seconds": 0.0}
-        return to_mapping(problem, plan, cost, self.name, info)
-
-
 # the cheap mapper whose mapping the family's own model prices: the closed-form estimate
 BASELINE_MAPPERS: dict[str, Any] = {
     "systolic": "fold",
-    "rdu": RduHeuristicMapper,
+    "rdu": RduCoverMapper,
     "gpu": "tile",
     "fpga_dataflow": "hls4ml",
     "multicore": MulticoreBalancedMapper,

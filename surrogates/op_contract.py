@@ -190,6 +190,28 @@ def feature_names(template_kind: str) -> list[str]:
     return param_feature_names(family(template_kind).template()) + list(OP_FEATURES) + list(BASE_FEATURES)
 
 
+def layer_features(
+    template_kind: str,
+    graph: Graph,
+    points: Sequence[Mapping[str, Any]],
+    fixed: Mapping[str, Any],
+    results: Sequence[dict[str, Any]],
+) -> list[np.ndarray]:
+    """The ``feature_names`` matrix (layers, features) of each design, from ``baseline_result``s."""
+    params = param_features(family(template_kind).template(), points, fixed)
+    over = [OP_FEATURES.index(f"l_{k}_over_onchip") for k in ("in", "weight", "out")]
+    ops_of: dict[tuple[str, ...], np.ndarray] = {}  # the op rows of a layer list: one per graph
+    out = []
+    for design, result in enumerate(results):
+        names = tuple(result["names"])
+        if names not in ops_of:
+            ops_of[names] = op_rows(graph, names)
+        ops = ops_of[names].copy()
+        ops[:, over] -= math.log2(result["onchip"] + 1.0)
+        out.append(np.hstack([np.tile(params[design], (len(names), 1)), ops, result["base"]]))
+    return out
+
+
 def layer_frame(
     template_kind: str,
     graph: Graph,
@@ -201,32 +223,30 @@ def layer_frame(
 ) -> pd.DataFrame:
     """Dataset rows, one per (design, layer), from ``LayerTask`` results; ``baseline`` (the cheap mapper and
     its options) is recorded so a model trained on the rows can price new designs the same way."""
-    template = family(template_kind).template()
-    params = param_features(template, points, fixed)
-    frames = []
-    over = [OP_FEATURES.index(f"l_{k}_over_onchip") for k in ("in", "weight", "out")]
-    for design, result in enumerate(results):
-        ops = op_rows(graph, result["names"])
-        ops[:, over] -= math.log2(result["onchip"] + 1.0)
-        n = len(result["names"])
-        matrix = np.hstack([np.tile(params[design], (n, 1)), ops, result["base"]])
-        frame = pd.DataFrame(matrix, columns=feature_names(template_kind))
-        frame.insert(0, "workload", workload)
-        frame.insert(1, "design", design)
-        frame.insert(2, "layer", result["names"])
-        frame["base_cycles"], frame["base_energy_pj"] = result["base_layer"][:, 0], result["base_layer"][:, 1]
-        frame["cycles"], frame["energy_pj"] = result["truth_layer"][:, 0], result["truth_layer"][:, 1]
-        for m in DESIGN_METRICS:
-            frame[f"design_{m}"] = result["design"][m]
-            frame[f"base_{m}"] = result["base_design"][m]
-        frames.append(frame)
-    out = pd.concat(frames, ignore_index=True)
-    out["template"] = template_kind
-    out["feature_set"] = LAYER_SET
+    matrices = layer_features(template_kind, graph, points, fixed, results)
+    counts = [len(r["names"]) for r in results]
+    design = np.repeat(np.arange(len(results)), counts)
+    frame = pd.DataFrame(np.vstack(matrices), columns=feature_names(template_kind))
+    columns: dict[str, Any] = {
+        "workload": workload,
+        "design": design,
+        "layer": np.concatenate([np.asarray(r["names"], dtype=object) for r in results]),
+    }
+    base_layer = np.vstack([r["base_layer"] for r in results])
+    truth_layer = np.vstack([r["truth_layer"] for r in results])
+    columns["base_cycles"], columns["base_energy_pj"] = base_layer[:, 0], base_layer[:, 1]
+    columns["cycles"], columns["energy_pj"] = truth_layer[:, 0], truth_layer[:, 1]
+    for m in DESIGN_METRICS:
+        columns[f"design_{m}"] = np.array([r["design"][m] for r in results], dtype=float)[design]
+        columns[f"base_{m}"] = np.array([r["base_design"][m] for r in results], dtype=float)[design]
+    columns["template"] = template_kind
+    columns["feature_set"] = LAYER_SET
     if baseline is not None:
-        out["baseline_mapper"] = baseline.mapper_name
-        out["baseline_options"] = json.dumps(baseline.mapper_options, sort_keys=True)
-    return out
+        columns["baseline_mapper"] = baseline.mapper_name
+        columns["baseline_options"] = json.dumps(baseline.mapper_options, sort_keys=True)
+    out = pd.concat([pd.DataFrame(columns, index=frame.index), frame], axis=1)
+    first = ["workload", "design", "layer"]
+    return out[first + [c for c in out.columns if c not in first]]
 
 
 def is_layer(data: pd.DataFrame) -> bool:
@@ -275,12 +295,12 @@ class LayerSurrogate:
     baseline_options: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def fit(cls, data: pd.DataFrame, kind: str = "rf", seed: int = 0) -> LayerSurrogate:
+    def fit(cls, data: pd.DataFrame, kind: str = "rf", seed: int = 0, regressor: Any = None) -> LayerSurrogate:
         kinds = sorted(data["template"].unique())
         if len(kinds) != 1:
             raise UserError(f"a layer dataset must hold one template, this one holds {', '.join(kinds)}")
         schema = layer_schema(kinds[0])
-        regressor = make_regressor(kind, multi_output=True, seed=seed)
+        regressor = regressor if regressor is not None else make_regressor(kind, multi_output=True, seed=seed)
         x = np.nan_to_num(data[schema["features"]].to_numpy(float), nan=-1.0)
         regressor.fit(x, layer_targets(data), sample_weight=layer_weights(data))
         model = cls(kind, kinds[0], regressor, schema, trained_on=sorted(data["workload"].unique()))
@@ -301,6 +321,25 @@ class LayerSurrogate:
         sums = frame.groupby(["workload", "design"], sort=False).sum().reset_index()
         firsts = data.groupby(["workload", "design"], sort=False)[[f"base_{m}" for m in DESIGN_METRICS]].first()
         return design_values(sums, firsts.reset_index())
+
+    def tree_design_metrics(self, data: pd.DataFrame) -> dict[str, np.ndarray]:
+        """Per-tree design metrics (metric -> (trees, designs)) of a forest, designs numbered 0..n-1 in
+        ``data["design"]``: the hybrid's uncertainty, each tree's layers summed into its own design."""
+        x = np.nan_to_num(data[self.schema["features"]].to_numpy(float), nan=-1.0)
+        design = data["design"].to_numpy(int)
+        n = int(design.max()) + 1 if len(design) else 0
+        base_cycles, base_energy = data["base_cycles"].to_numpy(float), data["base_energy_pj"].to_numpy(float)
+        firsts = data.groupby("design", sort=True)[[f"base_{m}" for m in DESIGN_METRICS]].first()
+        base = {m: firsts[f"base_{m}"].to_numpy(float) for m in DESIGN_METRICS}
+        sums_base = [np.bincount(design, weights=b, minlength=n) for b in (base_cycles, base_energy)]
+        trees = []
+        for tree in self.regressor.estimators_:
+            ratios = np.asarray(tree.predict(x)).reshape(len(data), 2)
+            p_cycles = np.maximum(np.exp(ratios[:, 0]) * (base_cycles + 1.0) - 1.0, 0.0)
+            p_energy = np.maximum(np.exp(ratios[:, 1]) * (base_energy + 1.0) - 1.0, 0.0)
+            sums = [np.bincount(design, weights=p, minlength=n) for p in (p_cycles, p_energy)]
+            trees.append(design_metrics(sums[0], sums_base[0], sums[1], sums_base[1], base))
+        return {m: np.stack([t[m] for t in trees]) for m in DESIGN_METRICS}
 
     def predict_designs(
         self, graph: Graph, template_kind: str, points: Sequence[Mapping[str, Any]], fixed: Any, ops: Any = None
@@ -326,18 +365,41 @@ class LayerSurrogate:
 
 
 def design_values(sums: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
+    """Design metrics from the predicted and baseline layer sums (``design_metrics``), as a frame."""
+    out = sums[["workload", "design"]].copy()
+    values = design_metrics(
+        sums["p_cycles"].to_numpy(float),
+        sums["base_cycles"].to_numpy(float),
+        sums["p_energy"].to_numpy(float),
+        sums["base_energy_pj"].to_numpy(float),
+        {m: base[f"base_{m}"].to_numpy(float) for m in DESIGN_METRICS},
+    )
+    for m in DESIGN_METRICS:
+        out[m] = values[m]
+    return out
+
+
+def design_metrics(
+    p_cycles: np.ndarray,
+    base_cycles: np.ndarray,
+    p_energy: np.ndarray,
+    base_energy: np.ndarray,
+    base: Mapping[str, np.ndarray],
+) -> dict[str, np.ndarray]:
     """Design metrics from the predicted and baseline layer sums: cycles shift by what the layers gained
     (the baseline's cycles outside its layers kept), time and energy scale with their layer sums."""
-    energy_scale = (sums["p_energy"] + 1.0) / (sums["base_energy_pj"] + 1.0)
-    out = sums[["workload", "design"]].copy()
-    cycles = base["base_latency_cycles"].to_numpy(float) + (sums["p_cycles"] - sums["base_cycles"]).to_numpy()
-    out["latency_cycles"] = cycles
-    time_scale = cycles / np.maximum(base["base_latency_cycles"].to_numpy(float), 1e-30)
-    out["latency_ms"] = base["base_latency_ms"].to_numpy(float) * np.where(np.isfinite(time_scale), time_scale, 1.0)
-    out["energy_mj"] = base["base_energy_mj"].to_numpy(float) * energy_scale.to_numpy()
-    out["area_mm2"] = base["base_area_mm2"].to_numpy(float)
-    out["power_w"] = out["energy_mj"] / np.maximum(out["latency_ms"], 1e-30)
-    return out
+    energy_scale = (p_energy + 1.0) / (base_energy + 1.0)
+    cycles = base["latency_cycles"] + (p_cycles - base_cycles)
+    time_scale = cycles / np.maximum(base["latency_cycles"], 1e-30)
+    latency_ms = base["latency_ms"] * np.where(np.isfinite(time_scale), time_scale, 1.0)
+    energy_mj = base["energy_mj"] * energy_scale
+    return {
+        "latency_cycles": cycles,
+        "latency_ms": latency_ms,
+        "energy_mj": energy_mj,
+        "area_mm2": np.asarray(base["area_mm2"], dtype=float),
+        "power_w": energy_mj / np.maximum(latency_ms, 1e-30),
+    }
 
 
 def baseline_layer_accuracy(data: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray]]:

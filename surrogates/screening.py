@@ -29,15 +29,27 @@ from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.executors import Executor
 from dse.explore import Display, Sweep
-from dse.pareto import pareto_mask
 from dse.search import Observation
 from dse.store import FlatMetricsEvaluator, PointRecord
 from hwmodels.base import Metrics
 from surrogates import features as feat
-from surrogates.contract import CONTRACT_METRICS, ClosedForm, ContractRows, baseline_row
+from surrogates.contract import CONTRACT_METRICS, ClosedForm, ContractRows
 from surrogates.contract_model import ContractSurrogate, contract_frame, load_surrogate
 from surrogates.dataset import WorkloadSpec, design_rows, feature_set
 from surrogates.model import SurrogateModel, metrics_from_totals
+from surrogates.op_contract import DESIGN_METRICS, baseline_evaluator
+from surrogates.screening_basis import (
+    ClosedRow,
+    LayerRows,
+    closed_row,
+    dominated_by,
+    fit_layer_screen,
+    layer_closed_row,
+    layer_ranks,
+    pick_batch,
+    screening_forest,
+    screens_by_layer,
+)
 
 LATENCY_METRICS = ("latency_ms", "latency_cycles")
 PREDICTED_METRICS = ("latency_cycles", "latency_ms", "energy_mj", "area_mm2", "power_w", "edp", "throughput_ips")
@@ -65,7 +77,8 @@ class HybridEvaluator:
     ``max_exact_fraction``. ``kappa`` scales the forest's spread into the optimistic bound.
     ``model_path`` (optional) is a trained surrogate that picks the initial sample around its
     predicted front instead of at random. ``explore_share`` of each round goes to the least sure
-    promising candidates (0 by default: on the RDU and CP-SAT spaces it lost front points at the cap).
+    promising candidates (None: ``HybridSweep._explore_share`` picks by basis). ``miss_quantile`` of
+    the forest's pessimistic misses so far widens the optimistic bound (``HybridSweep._margin``).
     """
 
     exact: PointEvaluator
@@ -75,7 +88,8 @@ class HybridEvaluator:
     batch_fraction: float = 0.02
     max_exact_fraction: float = 0.2
     kappa: float = 1.0
-    explore_share: float = 0.0
+    miss_quantile: float = 0.9
+    explore_share: float | None = None
     trees: int = 48
     seed: int = 0
 
@@ -84,40 +98,26 @@ class HybridEvaluator:
 
 
 @dataclass
-class ClosedRow:
-    """A candidate's closed form: its contract feature row, its metric values and, where the closed form
-    proves one (the RDU's section lower bound), the floor of the truth's latency as a share of its own."""
-
-    features: list[float]
-    metrics: dict[str, float]
-    latency_floor: float = float("nan")
-
-
-def closed_row(metrics: Metrics) -> ClosedRow:
-    """The ``ClosedRow`` of one design's closed-form Metrics (the floor is the solver's bound / value)."""
-    features, values = baseline_row(metrics)
-    solver = metrics.info.get("solver", {})
-    bound, value = float(solver.get("bound") or 0.0), float(solver.get("value") or 0.0)
-    floor = bound / value if 0.0 < bound <= value else float("nan")
-    return ClosedRow(features, values, floor)
-
-
-@dataclass
 class ExactTask:
-    """Worker task: ``("exact", point)`` -> the exact Metrics of a point, flattened for the store, plus its
-    per-op targets; ``("closed", point)`` -> its ``ClosedRow`` (one task, so the worker pool is built once)."""
+    """Worker task: ``("exact", point, names)`` -> the exact Metrics of a point, flattened for the store, plus
+    the (cycles, energy) of its layers ``names`` (sent with each job: on the layer basis they are known only
+    once the first cheap mapping ran, after the pool was built); ``("closed", point)`` -> its ``ClosedRow``: the
+    closed form's, or on the layer basis the cheap mapper's layers (``layer_baseline``). One task for both, so
+    the worker pool is built once."""
 
     evaluator: Any
-    representatives: list[str]
     closed_form: ClosedForm | None = None
+    layer_baseline: PointEvaluator | None = None
 
     def __call__(self, job: tuple[str, Mapping[str, Any]]) -> Any:
-        kind, point = job
+        kind, point, *names = job
         if kind == "closed":
+            if self.layer_baseline is not None:
+                return layer_closed_row(self.layer_baseline, point)
             return closed_row(self.closed_form(point))
         metrics = self.evaluator(point)
         by_name = {layer.layer: layer for layer in metrics.layers}
-        per_op = np.array([[by_name[n].cycles, by_name[n].energy_pj] for n in self.representatives], dtype=float)
+        per_op = np.array([[by_name[n].cycles, by_name[n].energy_pj] for n in names[0]], dtype=float)
         flat = FlatMetricsEvaluator(lambda _p, m=metrics: m)(point)
         return flat, per_op
 
@@ -146,14 +146,22 @@ class HybridSweep(Sweep):
         self._hybrid = hybrid
         self._ops = None if self._contract else feat.op_table(exact.graph)
         self._names = [] if self._contract else self._ops.names
+        self._layer = screens_by_layer(exact.template_kind, exact.mapper_name)
         self._closed_form = (
             ClosedForm(exact.graph, exact.template_kind, dict(exact.fixed), dict(exact.mapper_options))
-            if self._contract
+            if self._contract and not self._layer
             else None
         )
+        self._layer_rows = LayerRows(exact.template_kind, exact.graph, dict(exact.fixed))
         self._contract_rows: dict[str, ClosedRow] = {}
-        self._task = ExactTask(exact, self._names, self._closed_form)
+        baseline = (
+            baseline_evaluator(exact.graph, exact.template_kind, exact.mapper_name, exact.fixed, exact.mapper_options)
+            if self._layer
+            else None
+        )
+        self._task = ExactTask(exact, self._closed_form, baseline)
         self._candidates: dict[str, Candidate] = {}
+        self._misses: dict[str, list[float]] = {}
         self.exact_rounds = 0
         self.unresolved = 0
         budget = self.strategy.budget
@@ -263,7 +271,7 @@ class HybridSweep(Sweep):
                 self.count(record, reused=True, display=display)
             else:
                 fresh.append(cand)
-        for outcome in pool.map(self._task, [("exact", c.point) for c in fresh]):
+        for outcome in pool.map(self._task, [("exact", c.point, list(self._names)) for c in fresh]):
             cand = fresh[outcome.index]
             common = {
                 "key": cand.key,
@@ -295,6 +303,8 @@ class HybridSweep(Sweep):
         if len(known) < 2:
             return None
         exact = self._hybrid.exact
+        if self._layer:
+            return self._fit_layers(known)
         if self._contract:
             truths = [(dict(c.metrics), self._closed(c).features, self._closed(c).metrics) for c in known]
             frame = contract_frame(
@@ -335,25 +345,49 @@ class HybridSweep(Sweep):
             forest.set_params(n_jobs=1)
         return model
 
+    def _fit_layers(self, known: list[Candidate]) -> Any:
+        """The layer surrogate of the exact candidates (each layer's truth over the cheap mapper's)."""
+        missing = [o.metric for o in self.objectives if o.metric not in DESIGN_METRICS]
+        missing += [c.metric for c in self.constraints if c.metric not in DESIGN_METRICS]
+        if missing:
+            raise UserError(
+                f"evaluator hybrid: the layer-level surrogate of mapper {self._hybrid.exact.mapper_name} does not "
+                f"give {', '.join(missing)}; it gives {', '.join(DESIGN_METRICS)}",
+                where="evaluator",
+            )
+        data = self._layer_rows.training_frame(
+            [c.point for c in known],
+            [self._closed(c) for c in known],
+            [c.per_op for c in known],
+            [c.metrics for c in known],
+        )
+        return fit_layer_screen(data, self._hybrid.trees, self._hybrid.seed)
+
     def _closed(self, cand: Candidate) -> ClosedRow:
         """The closed form of a candidate, computed once (``_closed_forms`` computes them on the pool)."""
         if cand.key not in self._contract_rows:
-            self._contract_rows[cand.key] = closed_row(self._closed_form(cand.point))
+            self._contract_rows[cand.key] = self._task(("closed", cand.point))
         return self._contract_rows[cand.key]
 
     def _closed_forms(self, pool: Any) -> None:
         """Every candidate's closed form on the worker pool (a point it refuses is retried, and raises, in
-        ``_closed``): on the RDU the heuristic plans cost a sixth of an exact mapping, serial they would
-        cost a third of the exact run's wall time."""
+        ``_closed``): on the RDU the realised bound cover costs a third of an exact mapping, so serial it
+        would cost more than the exact evaluations the hybrid saves. On the layer basis these are the cheap
+        mapper's layers, and the first fixes the layer names the exact jobs report."""
         if not self._contract:
             return
         todo = [c for c in self._candidates.values() if c.key not in self._contract_rows]
         for outcome in pool.map(self._task, [("closed", c.point) for c in todo]):
             if outcome.ok:
                 self._contract_rows[todo[outcome.index].key] = outcome.value
+        if self._layer and not self._names and todo:  # the exact layers to learn: the cheap mapper's layers
+            self._names = list(self._closed(todo[0]).layers["names"])
 
     def _tree_metrics(self, model: Any, cands: list[Candidate]) -> dict[str, np.ndarray]:
         exact = self._hybrid.exact
+        if self._layer:
+            rows = self._layer_rows.frame([c.point for c in cands], [self._closed(c) for c in cands])
+            return model.tree_design_metrics(rows)
         if self._contract:
             frame = contract_frame(
                 exact.template_kind,
@@ -453,9 +487,12 @@ class HybridSweep(Sweep):
             chance = self._front_chance({m: v[:, idx] for m, v in per_tree.items()}, front)
             take = min(batch_size, self._cap - self._n_exact())
             picks = pick_batch(
-                chance, layer_ranks(self._objective_values(mean)[idx]), spread[idx], take, hybrid.explore_share
+                chance, layer_ranks(self._objective_values(mean)[idx]), spread[idx], take, self._explore_share()
             )
-            self._evaluate_exact([open_[int(idx[j])] for j in picks], pool, display)
+            chosen = [open_[int(idx[j])] for j in picks]
+            predicted = [dict(c.metrics) for c in chosen]
+            self._evaluate_exact(chosen, pool, display)
+            self._record_misses(chosen, predicted)
             self.exact_rounds += 1
         self.budget_hit = self._n_exact() >= self._cap
 
@@ -469,6 +506,32 @@ class HybridSweep(Sweep):
             chance += self._feasible_by(tree) & ~dominated_by(front, self._objective_values(tree))
         return chance / max(1, trees)
 
+    def _explore_share(self) -> float:
+        """The knob, else 0.25 on the layer basis (its near-exact mean leaves the front points it misses
+        among the least sure: 28 -> 29 of 30 front points on every seed of the CP-SAT space) and 0 on the
+        design basis (there it lost front points at the cap)."""
+        if self._hybrid.explore_share is not None:
+            return self._hybrid.explore_share
+        return 0.25 if self._layer else 0.0
+
+    def _record_misses(self, chosen: list[Candidate], predicted: list[dict[str, float]]) -> None:
+        """How far the mean prediction of each candidate just evaluated was on the pessimistic side of its
+        truth (log scale, 0 when optimistic): the errors the trees' spread did not cover."""
+        for cand, guess in zip(chosen, predicted):
+            if not cand.exact:
+                continue
+            for metric, value in guess.items():
+                truth = cand.metrics.get(metric, np.nan)
+                if value > 0 and truth > 0:
+                    miss = math.log(value / truth) if metric != "throughput_ips" else math.log(truth / value)
+                    self._misses.setdefault(metric, []).append(max(0.0, miss))
+
+    def _margin(self, metric: str) -> float:
+        """The ``miss_quantile`` of the recorded pessimistic misses of a metric: widens its optimistic bound
+        by what the forest has been seen to miss on this space (0 until a round has been checked)."""
+        misses = self._misses.get(metric, [])
+        return float(np.quantile(misses, self._hybrid.miss_quantile)) if misses else 0.0
+
     def _bounds(self, per_tree: dict[str, np.ndarray]) -> tuple[dict, dict, np.ndarray]:
         kappa = self._hybrid.kappa
         mean, optimistic = {}, {}
@@ -478,7 +541,8 @@ class HybridSweep(Sweep):
             mu, sd = np.nanmean(logs, axis=0), np.nanstd(logs, axis=0)
             better_low = metric != "throughput_ips"
             mean[metric] = np.exp(mu)
-            optimistic[metric] = np.exp(mu - kappa * sd) if better_low else np.exp(mu + kappa * sd)
+            reach = kappa * sd + self._margin(metric)
+            optimistic[metric] = np.exp(mu - reach) if better_low else np.exp(mu + reach)
             if metric in {o.metric for o in self.objectives}:
                 spread += sd
         return mean, optimistic, spread
@@ -540,50 +604,3 @@ class HybridSweep(Sweep):
         for record in records:
             self.count(record, reused=False, display=display)
         self.predicted = len(records)
-
-
-def pick_batch(
-    chance: np.ndarray, ranks: np.ndarray, spread: np.ndarray, take: int, explore_share: float
-) -> np.ndarray:
-    """Which of the promising candidates to evaluate this round (indices into them).
-
-    Most by the trees' chance of adding a front point (then the mean's front layer, then the spread), and
-    ``explore_share`` of the batch to the least sure of the rest (widest spread across trees): those are
-    where the forest learns most, and where a front point it underrates hides."""
-    order = np.lexsort((-spread, ranks, -np.round(chance, 2)))
-    if len(order) <= take:
-        return order
-    n_explore = int(round(explore_share * take))
-    sure, rest = order[: take - n_explore], order[take - n_explore :]
-    unsure = rest[np.argsort(-spread[rest], kind="stable")][:n_explore]
-    return np.concatenate([sure, unsure]).astype(int)
-
-
-def screening_forest(trees: int, seed: int) -> Any:
-    """Extremely randomised trees, fully grown on every feature: on the few dozen exact designs the hybrid
-    has, they rank the space better than a bagged forest (held-out R2 of the CP-SAT latency ratio 0.46
-    vs 0.35 from 68 designs) and their spread is the uncertainty the optimistic bound uses."""
-    from sklearn.ensemble import ExtraTreesRegressor
-
-    return ExtraTreesRegressor(n_estimators=trees, min_samples_leaf=1, max_features=1.0, random_state=seed, n_jobs=1)
-
-
-def dominated_by(front: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Which rows of ``values`` some row of ``front`` dominates (all objectives minimised)."""
-    dominated = np.zeros(len(values), dtype=bool)
-    for row in front:
-        dominated |= np.all(row <= values, axis=1) & np.any(row < values, axis=1)
-    return dominated
-
-
-def layer_ranks(values: np.ndarray) -> np.ndarray:
-    """Non-dominated layer of each row (0 = the front; all objectives minimised; NaN rows last)."""
-    ranks = np.full(len(values), len(values), dtype=int)
-    remaining = np.flatnonzero(~np.isnan(values).any(axis=1))
-    layer = 0
-    while remaining.size:
-        on_front = remaining[pareto_mask(values[remaining], ["min"] * values.shape[1])]
-        ranks[on_front] = layer
-        remaining = np.setdiff1d(remaining, on_front)
-        layer += 1
-    return ranks

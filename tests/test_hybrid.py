@@ -1,11 +1,30 @@
-"""The hybrid evaluator's screening helpers: dominance against the exact front and front layers."""
+"""The hybrid evaluator's screening helpers (dominance against the exact front, front layers) and its layer basis."""
 
 from __future__ import annotations
 
-import numpy as np
+from pathlib import Path
 
+import numpy as np
+import pandas as pd
+import pytest
+
+from dse.explore import explore
+from dse.session import build_evaluator
+from dse.spec import parse_spec
 from hwmodels.base import Metrics
-from surrogates.screening import closed_row, dominated_by, layer_ranks, pick_batch
+from surrogates.dataset import WorkloadSpec
+from surrogates.hybrid import wrap_evaluator
+from surrogates.layer_dataset import build_layer_dataset
+from surrogates.op_contract import DESIGN_METRICS, LayerSurrogate
+from surrogates.screening_basis import (
+    closed_row,
+    dominated_by,
+    fit_layer_screen,
+    layer_ranks,
+    pick_batch,
+    screening_forest,
+    screens_by_layer,
+)
 
 
 def test_dominated_by_is_strict_dominance_by_some_front_row():
@@ -39,3 +58,51 @@ def test_closed_row_floor_is_the_solver_bound_over_its_value():
     assert closed_row(metrics).latency_floor == 0.75
     metrics.info["solver"] = {"value": 200.0}
     assert np.isnan(closed_row(metrics).latency_floor)
+
+
+def test_layer_forest_trees_sum_their_own_layers(layer_rows: pd.DataFrame):
+    # a one-tree forest: each tree's design sums are the model's own design prediction
+    model = LayerSurrogate.fit(layer_rows, "rf", 0, regressor=screening_forest(1, 0))
+    per_tree = model.tree_design_metrics(layer_rows)
+    frame = model.predict_frame(layer_rows)
+    for metric in DESIGN_METRICS:
+        np.testing.assert_allclose(per_tree[metric][0], frame[metric].to_numpy(float), rtol=1e-9)
+    # more trees: one row per tree, every design, and power is each tree's energy over its latency
+    per_tree = fit_layer_screen(layer_rows, 6, 0).tree_design_metrics(layer_rows)
+    assert per_tree["latency_ms"].shape == (6, layer_rows["design"].nunique())
+    np.testing.assert_allclose(per_tree["power_w"], per_tree["energy_mj"] / per_tree["latency_ms"], rtol=1e-9)
+
+
+def test_hybrid_screens_a_cpsat_space_by_layer(tmp_path: Path):
+    text = (
+        "name: h\nworkload: {model: small_cnn}\ntemplate:\n  kind: systolic\n  mapper: cpsat\n"
+        "  mapper_options: {objective: latency, time_limit_s: 1.0}\n  params:\n"
+        "    rows: [8, 16, 32]\n    cols: [8, 16, 32]\n    sram_kib: [16, 64, 256, 1024]\n"
+        "objectives: [min latency_ms, min area_mm2]\nsearch: {strategy: grid}\nevaluator: hybrid\n"
+    )
+    spec = parse_spec(text, tmp_path / "spec.yaml")
+    assert screens_by_layer("systolic", "cpsat") and not screens_by_layer("systolic", "fold")
+    graph, exact = build_evaluator(spec)
+    result = explore(spec, tmp_path / "run", wrap_evaluator(spec, graph, exact), workers=1, progress=False)
+    points = result.points
+    assert points["exact"].astype(bool).sum() == 8  # the cap: max(initial_min, 20 % of 36)
+    assert points.loc[points["pareto"], "exact"].astype(bool).all()
+    # stored predictions are near the truth: the greedy baseline corrected per layer
+    is_exact = points["exact"].astype(bool)
+    predicted = points.loc[~is_exact].head(4)
+    for _, row in predicted.iterrows():
+        truth = exact({p: row[p] for p in ("rows", "cols", "sram_kib")})
+        assert abs(np.log(row["latency_ms"] / truth.values["latency_ms"])) < 0.5
+
+
+@pytest.fixture(scope="module")
+def layer_rows() -> pd.DataFrame:
+    space = parse_spec(
+        "name: l\nworkload: {model: small_cnn}\ntemplate:\n  kind: systolic\n  mapper: cpsat\n  params:\n"
+        "    rows: [8, 16, 32]\n    cols: [8, 16]\n    sram_kib: [16, 64, 256]\nobjectives: [min latency_ms]\n",
+        Path("l.yaml"),
+    ).design_space()
+    options = {"objective": "latency", "time_limit_s": 1.0}
+    return build_layer_dataset(
+        "systolic", space, {}, [WorkloadSpec("small_cnn")], 6, mapper="cpsat", mapper_options=options
+    )

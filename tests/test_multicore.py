@@ -194,7 +194,7 @@ def test_fusion_lowers_resnet18_dram_traffic():
     model = family("multicore").hwmodel()
     figures = {}
     for tiles in (1, 8):
-        mapping = make_mapper("multicore", "multicore", {"time_limit_s": 3.0, "fusion_tiles": tiles}).map(graph, arch)
+        mapping = make_mapper("multicore", "multicore", {"time_limit_s": 0.5, "fusion_tiles": tiles}).map(graph, arch)
         check_schedule(mapping.solver["schedule"])
         figures[tiles] = model.evaluate(mapping, arch)
     assert figures[8]["dram_mb"] < figures[1]["dram_mb"]

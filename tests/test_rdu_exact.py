@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from mappers.rdu.bruteforce import brute_force
 from mappers.rdu.exact import solve_exact
 from mappers.rdu.placement import place_by_gain
 from mappers.rdu.problem import build_problem
-from mappers.rdu.sections import RduSectionMapper
+from mappers.rdu.sections import RduSectionMapper, clear_cache
 from mappers.rdu.threshold import ThresholdBounds, exact_section
 from tests.test_rdu_node import enumerated_section_compute, random_arch, random_chain, rdu
 
@@ -142,3 +143,20 @@ def test_link_energy_is_paid_per_byte_moved_between_sockets() -> None:
         assert metrics.energy_breakdown_pj["link"] == pytest.approx(moved * 8 * LINK_ENERGY_PJ_PER_BIT.value)
     # a ring all-reduce of each residual-feeding projection moves 2 (S - 1) x its output over the links
     assert link_bytes(graph, rdu(sockets=4)) > link_bytes(graph, rdu(sockets=2))
+
+
+def test_section_mapper_does_not_depend_on_the_wall_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loaded machine must not change the answer: the same mapping with a clock that jumps 1000 s per read."""
+    graph = gpt2(elem_bytes=2, phase="decode", num_layers=1, kv_len=256)
+    arch = rdu(sram_mb=64)
+    mapper = RduSectionMapper(max_steps=3)
+    clear_cache()
+    quiet = mapper.map(graph, arch).solver
+    assert quiet["steps"] == 3  # the refinement ran: a wall-clock limit would have cut it below
+    ticks = iter(range(10**9))
+    monkeypatch.setattr(time, "perf_counter", lambda: 1000.0 * next(ticks))
+    clear_cache()
+    loaded = mapper.map(graph, arch).solver
+    clear_cache()
+    for key in ("plan", "latency_ps", "bound", "steps", "covers", "status"):
+        assert loaded[key] == quiet[key], key

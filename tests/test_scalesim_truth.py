@@ -47,6 +47,15 @@ def _arch(**kw):
     return SystolicTemplate().instantiate({**base, "ofmap_sram_kib": 16, "dram_gbps": 12.8, **kw})
 
 
+def test_every_point_of_the_scalesim_truth_space_is_one_scalesim_can_run():
+    """designs/scalesim_truth.yaml promises a space SCALE-Sim runs whole (benchmarks/surrogate_scalesim.py)."""
+    spec = load_spec(ROOT / "designs" / "scalesim_truth.yaml")
+    template = SystolicTemplate()
+    points = spec.design_space().sample(64, 0)
+    configs = {scalesim_config(template.instantiate({**p, **spec.fixed_params()})) for p in points}
+    assert len(configs) > 32 and {c.bw_mode for c in configs} == {"USER"}
+
+
 def test_design_maps_to_scalesim_config_or_a_clear_error():
     cfg = scalesim_config(_arch(dram_mode="per_operand"))
     assert (cfg.rows, cfg.cols, cfg.dataflow, cfg.bw_mode) == (8, 16, "ws", "USER")

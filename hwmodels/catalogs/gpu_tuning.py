@@ -24,6 +24,10 @@ CALIBRATION_JSON = Path(__file__).resolve().parent.parent / "data" / "gpu_calibr
 # Kernel kinds with their own tuning; any other memory-bound kernel (pool, fft, scan) uses "elementwise".
 KERNEL_KINDS = ("gemm", "softmax", "layernorm", "elementwise")
 ROW_KINDS = ("softmax", "layernorm")  # row-wise reductions: long rows may need an extra pass
+# Uncalibrated, a convolution prices as the GEMM it lowers to (ASSUMPTION); measured cuDNN convs are slower
+# (layout transforms around the kernel, im2col address math in the main loop), which calibration fits.
+CONV_EFFICIENCY_DEFAULT = 1.0
+CONV_FIXED_US_DEFAULT = 0.0
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,9 @@ class GpuTuning:
     l2_bandwidth_ratio: float
     overlap_exponent: float  # eager mode: call time = (host^p + device^p)^(1/p); p=1 adds them, p->inf overlaps
     long_row_bytes: float  # a row longer than this makes row-wise kernels re-read their input
+    # implicit-GEMM convolution: share of the GEMM main-loop rate it reaches, and its extra device time per call
+    conv_efficiency: float = CONV_EFFICIENCY_DEFAULT
+    conv_fixed_us: float = CONV_FIXED_US_DEFAULT
     kernels: tuple[KernelTuning, ...] = field(default_factory=tuple)
 
     def kernel(self, kind: str) -> KernelTuning:
@@ -64,6 +71,7 @@ class GpuTuning:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GpuTuning:
+        data = {"conv_efficiency": CONV_EFFICIENCY_DEFAULT, "conv_fixed_us": CONV_FIXED_US_DEFAULT, **data}
         scalars = {f.name: float(data[f.name]) for f in fields(cls) if f.name != "kernels"}
         kernels = tuple(
             KernelTuning(kind, **{k: float(v) for k, v in data["kernels"][kind].items()}) for kind in KERNEL_KINDS

@@ -4,11 +4,13 @@ The data is plain rows (``Measurement``: GPU, precision, op, shape, latency, how
 CSV ``benchmarks/gpu_measure.py`` writes (``PLAIN_COLUMNS``) or from LLMCompass's "real hardware" files
 (``read_llmcompass``). The model is the project's own (``hwmodels.gpu.cost``): a GEMM is timed with the best
 threadblock tile (wave quantisation over the SMs, shared-memory tile efficiency, pipeline fill for small K),
-softmax / layernorm / GELU as memory-bound kernels; a measured eager call adds the host's per-call cost,
-partly overlapped with the device work. :func:`fit` finds, by bounded least squares on log errors
-(scipy), the constants of ``GpuTuning`` (achievable tensor and per-kernel bandwidth fractions, the device's
-fixed cost per kernel, the host's per-call cost per kernel kind, the overlap exponent, extra passes over
-long rows and the row length where they start); :func:`cross_validate` reports k-fold error per op kind.
+a conv with a filter window as its implicit GEMM at its own efficiency plus its own fixed cost (a 1x1 conv is
+a plain GEMM), softmax / layernorm / GELU as memory-bound kernels; a measured eager call adds the host's
+per-call cost, partly overlapped with the device work (rows taken otherwise, e.g. CUDA-graph replays, are
+device time only). :func:`fit` finds, by bounded robust least squares on log errors (scipy; soft-L1, so one
+kernel the model does not describe cannot drag the rest), the constants of ``GpuTuning`` the rows can
+constrain (``free_parameters``: host costs only from eager rows, conv constants only from conv rows, ...)
+and keeps the others at their starting values; :func:`cross_validate` reports k-fold error per op kind.
 No learned residual: a parametric model transfers to shapes it never saw.
 """
 
@@ -21,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import least_squares
 
 from hwmodels.catalogs.gpu_tuning import Calibration, GpuTuning, default_tuning
 from hwmodels.gpu.cost import Gemm, Tile, gemm_cost, memory_kernel_cost
@@ -33,6 +36,9 @@ OP_KINDS = {"gemm": "GEMM", "conv": "GEMM", "softmax": "softmax", "layernorm": "
 KERNEL_OF = {"GEMM": "gemm", "softmax": "softmax", "layernorm": "layernorm", "GELU": "elementwise"}
 LONG_ROW_CHOICES = (4096.0, 8192.0, 16384.0, 32768.0, 65536.0)  # bytes; the fit picks the best
 LLMCOMPASS_FILES = {"matmul": "gemm", "softmax": "softmax", "layernorm": "layernorm", "gelu": "gelu"}
+# robust loss on log errors: quadratic up to ~20 %, then linear, so one kernel the model does not describe
+# (a misaligned GEMM, a 3-channel conv) cannot drag every other row's constants
+LOSS, LOSS_SCALE = "soft_l1", 0.2
 ELEMENTWISE_FLOPS = {"softmax": 5.0, "layernorm": 8.0, "gelu": 8.0}  # per element, CUDA-core math
 
 
@@ -52,6 +58,7 @@ class Measurement:
     method: str = "eager"
     source: str = ""
     name: str = ""
+    traffic_bytes: float = 0.0  # the file's ``bytes``: every operand once (a conv's real input, not im2col)
 
     @property
     def kind(self) -> str:
@@ -85,6 +92,7 @@ def read_measurements(path: str | Path, ops: Sequence[str] | None = None) -> lis
                     method=r.get("method", "eager"),
                     source=r.get("source", ""),
                     name=r.get("name", ""),
+                    traffic_bytes=float(r.get("bytes") or 0.0),
                 )
             )
     return rows
@@ -145,12 +153,21 @@ def as_measured(arch: GpuArch, m: Measurement) -> GpuArch:
     return arch if arch.execution == execution else replace(arch, execution=execution)
 
 
-def _gemm(m: Measurement) -> Gemm:
-    return Gemm(m.M, m.N, m.K, m.count)
+def _gemm(m: Measurement, eb: int) -> Gemm:
+    """The GEMM of a row. A conv whose im2col matrix (M x K) is larger than its input has a filter window
+    (R*S > 1, what ``mappers.gpu`` marks a conv); a 1x1 conv reads its input as the A matrix: a plain GEMM."""
+    a_im2col = float(m.M * m.K * eb * m.count)
+    windowed = m.op == "conv" and _operand_bytes(m, eb)[0] < a_im2col
+    return Gemm(m.M, m.N, m.K, m.count, conv=windowed)
 
 
 def _operand_bytes(m: Measurement, eb: int) -> tuple[float, float, float]:
-    return float(m.M * m.K * eb * m.count), float(m.K * m.N * eb * m.count), float(m.M * m.N * eb * m.count)
+    """DRAM bytes of A, B, C. A conv reads its input tensor, not the R*S-times larger im2col matrix: its A is
+    the row's total traffic less weights and output (as ``mappers.gpu`` counts it), when the file says it."""
+    b, c = float(m.K * m.N * eb * m.count), float(m.M * m.N * eb * m.count)
+    if m.op == "conv" and m.traffic_bytes > b + c:
+        return m.traffic_bytes - b - c, b, c
+    return float(m.M * m.K * eb * m.count), b, c
 
 
 def predict_seconds(m: Measurement, arch: GpuArch, tile: Tile | None = None) -> float:
@@ -160,8 +177,8 @@ def predict_seconds(m: Measurement, arch: GpuArch, tile: Tile | None = None) -> 
     if m.kind == "GEMM":
         a, b, c = _operand_bytes(m, eb)
         if tile is None:
-            return best_tile(_gemm(m), arch, a, b, c, 0.0)[1]
-        return gemm_cost(_gemm(m), tile, arch, a_dram_bytes=a, b_dram_bytes=b, c_dram_bytes=c).seconds
+            return best_tile(_gemm(m, eb), arch, a, b, c, 0.0)[1]
+        return gemm_cost(_gemm(m, eb), tile, arch, a_dram_bytes=a, b_dram_bytes=b, c_dram_bytes=c).seconds
     elements = float(m.M * m.N * m.count)
     return memory_kernel_cost(
         arch,
@@ -195,6 +212,8 @@ PARAMETERS: tuple[tuple[str, float, float], ...] = (
     # timings alone cannot tell it from the host's cost, so it is bounded here and the host takes the rest
     ("launch_us", 0.0, 5.0),
     ("overlap_exponent", 1.0, 12.0),
+    ("conv_efficiency", 0.05, 1.0),
+    ("conv_fixed_us", 0.0, 50.0),
     ("gemm.host_us", 0.0, 500.0),
     ("softmax.bandwidth_fraction", 0.1, 1.0),
     ("softmax.host_us", 0.0, 500.0),
@@ -259,35 +278,68 @@ def _identified(jac: np.ndarray, names: Sequence[str]) -> list[str]:
     return [n for n, v in zip(names, norms) if v < 1e-6]
 
 
-def _fit_once(rows: Sequence[Measurement], arch: GpuArch, long_row_bytes: float) -> tuple[np.ndarray, float, object]:
-    from scipy.optimize import least_squares
+def free_parameters(rows: Sequence[Measurement], elem_bytes: int) -> list[int]:
+    """Indices into ``PARAMETERS`` that ``rows`` can constrain. The others stay at their starting values:
+    host costs and the overlap exponent only show in eager rows, a kernel kind's constants only in its rows,
+    the conv constants only in conv rows. (Left free, the solver moved them anyway, and a graph-only fit
+    stored host costs no row had seen.)"""
+    eager_kernels = {KERNEL_OF[m.kind] for m in rows if m.eager}
+    kernels = {KERNEL_OF[m.kind] for m in rows}
+    out = []
+    for i, (name, _, _) in enumerate(PARAMETERS):
+        kind, _, attr = name.rpartition(".")
+        if attr == "host_us":
+            keep = kind in eager_kernels
+        elif name == "overlap_exponent":
+            keep = bool(eager_kernels)
+        elif name.startswith("conv_"):
+            keep = any(_gemm(m, elem_bytes).conv for m in rows)
+        elif kind:
+            keep = kind in kernels
+        else:
+            keep = True
+        if keep:
+            out.append(i)
+    return out
 
+
+def _fit_once(
+    rows: Sequence[Measurement], arch: GpuArch, long_row_bytes: float, free: Sequence[int]
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """Least squares on log(model/measured) over the ``free`` constants; returns the full vector, the mean
+    absolute log error and the Jacobian (columns of ``free``)."""
     base = replace(arch.tuning, long_row_bytes=long_row_bytes)
-    x0 = tuning_vector(base)
-    lower = np.array([p[1] for p in PARAMETERS])
-    upper = np.array([p[2] for p in PARAMETERS])
-    x0 = np.clip(x0, lower + 1e-9, upper - 1e-9)
+    lower = np.array([PARAMETERS[i][1] for i in free])
+    upper = np.array([PARAMETERS[i][2] for i in free])
+    full = tuning_vector(base)
+    x0 = np.clip(full[free], lower + 1e-9, upper - 1e-9)
     measured = np.array([m.seconds for m in rows])
-    tiles: list[Tile | None] = [None] * len(rows)
+
+    def expand(x: np.ndarray) -> np.ndarray:
+        out = full.copy()
+        out[free] = x
+        return out
+
     result = None
     for _ in range(2):  # tiles chosen with the current constants, refitted once with the refreshed tiles
-        candidate = with_tuning(arch, tuning_from_vector(base, x0))
+        candidate = with_tuning(arch, tuning_from_vector(base, expand(x0)))
         tiles = [_tile_for(m, candidate) if m.kind == "GEMM" else None for m in rows]
 
         def residuals(x: np.ndarray, tiles=tiles) -> np.ndarray:
-            trial = with_tuning(arch, tuning_from_vector(base, x))
+            trial = with_tuning(arch, tuning_from_vector(base, expand(x)))
             predicted = np.array([predict_seconds(m, trial, t) for m, t in zip(rows, tiles)])
             return np.log(predicted / measured)
 
-        result = least_squares(residuals, x0, bounds=(lower, upper), x_scale="jac", max_nfev=400)
+        result = least_squares(
+            residuals, x0, bounds=(lower, upper), x_scale="jac", max_nfev=400, loss=LOSS, f_scale=LOSS_SCALE
+        )
         x0 = result.x
-    loss = float(np.mean(np.abs(result.fun)))
-    return x0, loss, result
+    return expand(x0), float(np.mean(np.abs(result.fun))), result.jac
 
 
 def _tile_for(m: Measurement, arch: GpuArch) -> Tile:
     a, b, c = _operand_bytes(m, arch.elem_bytes)
-    return best_tile(_gemm(m), as_measured(arch, m), a, b, c, 0.0)[0]
+    return best_tile(_gemm(m, arch.elem_bytes), as_measured(arch, m), a, b, c, 0.0)[0]
 
 
 def fit(rows: Sequence[Measurement], arch: GpuArch) -> Fit:
@@ -298,11 +350,13 @@ def fit(rows: Sequence[Measurement], arch: GpuArch) -> Fit:
     kinds = {m.kind for m in rows}
     has_rows = any(m.op in ("softmax", "layernorm") for m in rows)
     choices = LONG_ROW_CHOICES if has_rows else (arch.tuning.long_row_bytes,)
-    best = min((_fit_once(rows, arch, lrb) + (lrb,) for lrb in choices), key=lambda item: item[1])
-    x, _, result, long_row_bytes = best
+    free = free_parameters(rows, arch.elem_bytes)
+    best = min((_fit_once(rows, arch, lrb, free) + (lrb,) for lrb in choices), key=lambda item: item[1])
+    x, _, jac, long_row_bytes = best
     tuning = tuning_from_vector(replace(arch.tuning, long_row_bytes=long_row_bytes), x)
     names = [p[0] for p in PARAMETERS]
-    unidentified = _identified(result.jac, names)
+    fixed = [name for i, name in enumerate(names) if i not in free]
+    unidentified = fixed + _identified(jac, [names[i] for i in free])
     notes = []
     hosts = {k.kind: k.host_us for k in tuning.kernels if f"{k.kind}.host_us" not in unidentified}
     kernel_kinds = {KERNEL_OF[k] for k in kinds}
@@ -315,8 +369,15 @@ def fit(rows: Sequence[Measurement], arch: GpuArch) -> Fit:
             tuning = _set_kernel(tuning, kernel.kind, bandwidth_fraction=tuning.bandwidth_fraction)
             notes.append(f"{kernel.kind}.bandwidth_fraction: no rows; set to the GEMM bandwidth fraction")
     for name in unidentified:
-        if not name.endswith(".host_us"):
+        if not name.endswith(".host_us") or not hosts:
             notes.append(f"{name}: no row constrains it; kept at its starting value")
+    for i in free:
+        name, low, high = PARAMETERS[i]
+        tolerance = 1e-6 * max(1.0, abs(x[i]))
+        if name not in unidentified and x[i] - low <= tolerance:
+            notes.append(f"{name}: at its lower bound {low:g}")
+        elif name not in unidentified and high - x[i] <= tolerance:
+            notes.append(f"{name}: at its upper bound {high:g} (the rows ask for more)")
     fitted = with_tuning(arch, tuning)
     return Fit(tuning, mape_by_kind(rows, [predict_seconds(m, fitted) for m in rows]), unidentified, notes)
 
@@ -396,13 +457,15 @@ def evaluate(rows: Sequence[Measurement], arch: GpuArch, k: int = 5) -> Report:
     )
 
 
-def calibration_entry(report: Report, gpu: str, precision: str, source: str, k: int) -> Calibration:
-    """What ``hwmodels/data/gpu_calibration.json`` stores for one GPU: constants, provenance, errors."""
-    method = (
-        f"bounded least squares (scipy.optimize.least_squares) on log(model/measured) over "
-        f"{sum(report.rows.values())} rows, the long-row threshold picked from {list(map(int, LONG_ROW_CHOICES))} "
-        f"bytes; error = {k}-fold cross-validation (stratified by op kind); 'uncalibrated' = catalog "
-        "assumptions as shipped (graph execution, no host cost)"
+def calibration_entry(report: Report, gpu: str, precision: str, source: str, k: int, taken: str = "") -> Calibration:
+    """What ``hwmodels/data/gpu_calibration.json`` stores for one GPU: constants, provenance (``taken``: which
+    files and how they were measured), errors."""
+    method = f"data: {taken}; " if taken else ""
+    method += (
+        f"bounded least squares (scipy.optimize.least_squares, {LOSS} loss, scale {LOSS_SCALE}) on "
+        f"log(model/measured) over {sum(report.rows.values())} rows, the long-row threshold picked from "
+        f"{list(map(int, LONG_ROW_CHOICES))} bytes; error = {k}-fold cross-validation (stratified by op kind); "
+        "'uncalibrated' = catalog assumptions as shipped (graph execution, no host cost)"
     )
     if report.fit.notes:
         method += "; " + "; ".join(report.fit.notes)

@@ -32,6 +32,9 @@ class Gemm:
     K: int
     count: int
     sparse_2_4: bool = False  # B (the weights) is 2:4 sparse and runs on the sparse tensor cores
+    # a convolution with a filter window (R*S > 1), run as implicit GEMM: its own efficiency and fixed cost
+    # (``GpuTuning.conv_*``) and no split-K; a 1x1 conv is a plain GEMM
+    conv: bool = False
 
     @property
     def flops(self) -> int:
@@ -128,6 +131,9 @@ def gemm_cost(
 ) -> KernelCost:
     """Time of one implicit-GEMM kernel with threadblock ``tile``.
 
+    A convolution (``gemm.conv``) runs its main loop at ``conv_efficiency`` of the GEMM rate and adds
+    ``conv_fixed_us`` of device time per call (both fitted; 1 and 0 uncalibrated).
+
     Blocks are spread round-robin over the SMs, so the busiest SM runs ceil(blocks / SMs) tiles (wave
     quantization); each tile runs at the SM's share of peak times the achievable fraction and the tile's
     shared-memory efficiency. DRAM moves each operand once (tile rasterization keeps re-reads in L2,
@@ -142,7 +148,7 @@ def gemm_cost(
     per_sm = math.ceil(blocks / arch.sms)
     tile_ops = 2.0 * tile.bm * tile.bn * tile.bk * k_iters
     speedup = math_speedup(gemm)
-    efficiency = tile_efficiency(tile, arch, speedup)
+    efficiency = tile_efficiency(tile, arch, speedup) * (arch.tuning.conv_efficiency if gemm.conv else 1.0)
     sm_rate = speedup * arch.flops_per_clk_per_sm * arch.clock_mhz * 1e6 * arch.compute_fraction * efficiency
     fill_ops = 2.0 * tile.bm * tile.bn * tile.bk * PIPELINE_FILL_ITERS
     compute_s = per_sm * (tile_ops + fill_ops) / sm_rate
@@ -155,7 +161,7 @@ def gemm_cost(
     bandwidth = arch.bytes_per_s
     dram_s = (reads + c_dram_bytes) / (bandwidth * arch.bandwidth_fraction)
     l2_s = l2_bytes / (bandwidth * arch.tuning.l2_bandwidth_ratio)
-    launch_s = arch.launch_us * 1e-6
+    launch_s = (arch.launch_us + (arch.tuning.conv_fixed_us if gemm.conv else 0.0)) * 1e-6
     device_s = launch_s + max(compute_s, dram_s, l2_s)
     seconds = call_seconds(device_s, arch, "gemm")
     return KernelCost(

@@ -2,7 +2,9 @@
 
 Each kernel costs launch + max(compute, DRAM, L2) (``hwmodels.gpu.cost.gemm_cost`` / ``memory_kernel_cost``):
 compute from the threadblock tile, wave quantization over the SMs and the achievable fraction of the dense
-tensor peak; memory-bound kernels (elementwise, softmax, layernorm, pooling, decode attention, KV append)
+tensor peak (a conv with a filter window at the GPU's fitted ``conv_efficiency`` of that, plus ``conv_fixed_us``:
+``Gemm.conv``, set by ``mappers.gpu.lower_gemm``; 1x1 convs are plain GEMMs, depthwise convs CUDA-core
+kernels); memory-bound kernels (elementwise, softmax, layernorm, pooling, decode attention, KV append)
 on bandwidth. Kernels run back to back (one stream, no overlap between kernels).
 
 Energy is an **estimate** from TDP and utilization, not a measurement: each kernel draws

@@ -12,18 +12,24 @@ option), integer sums written once in ``mappers.multicore.schedule.score``:
 
 * ``latency``: the makespan of one inference (of every model, for a multi-DNN workload);
 * ``throughput``: several inferences in flight: minimise the pipelined period, the largest rate-weighted
-  busy time of a core or of the DRAM; ties broken by makespan (a second solve with the period fixed);
+  busy time of a core or of the DRAM -- a function of the assignment alone, so solved first as a small
+  assignment model (``solve_period``, mostly proven optimal in well under a second) -- then ties broken
+  by makespan: the full model with the period fixed, from the best list schedule at that period;
 * ``energy``: tasks' energy + transfers and read-backs + every core's leakage over the makespan;
 * ``edp``: energy x makespan (scaled to stay in 64 bits).
 
 What keeps it fast: a hint (the best of the greedy round robin, an earliest-finish list schedule and, with
-fusion, the layer-by-layer optimum's assignment list-scheduled over the tiles); the hint's makespan as the
-upper bound (latency); critical-path bounds on every start; load windows (each core's load after a
-layer's first start and before its last end) and the DRAM's and links' loads as linear bounds of the
-makespan; identical cores on a bus taken in order of first use (symmetry breaking); ``gap_limit``.
+fusion, the layer-by-layer optimum's assignment list-scheduled over the tiles, improved by the local
+searches of ``mappers.multicore.balance``: the solver never returns worse than them); the hint's makespan
+as the upper bound (latency, and the throughput objective's makespan stage); critical-path bounds on every
+start; load windows (each core's load after a layer's first start and before its last end) and the DRAM's
+and links' loads as linear bounds of the makespan; identical cores on a bus taken in order of first use
+(symmetry breaking); ``gap_limit``.
 
-Deterministic (one worker, fixed seed, a deterministic time limit). Status, objective value, bound, gap
-and seconds are reported in ``Mapping.solver``.
+Deterministic (one worker, fixed seed, a deterministic time limit; the wall-clock limit is a far backstop,
+so a loaded machine gives the same schedule, later). ``time_limit_s`` is in CP-SAT's deterministic units,
+which on the full model run several times slower than wall-clock seconds. Status, objective value, bound,
+gap and seconds are reported in ``Mapping.solver``.
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from dse.graph import Graph
-from mappers.base import Mapping, MappingError
+from mappers.base import Mapping, MappingError, wall_backstop_s
+from mappers.multicore.balance import improve, period, shorter_makespan
 from mappers.multicore.greedy import earliest_finish, round_robin
 from mappers.multicore.problem import DEMAND_UNITS, OBJECTIVES, Problem, build_problem, layer_by_layer
 from mappers.multicore.schedule import (
@@ -53,6 +60,11 @@ from mappers.multicore.schedule import (
 from templates.multicore import MulticoreArch
 
 SEED_SHARE = 0.3  # of the time limit, spent on the layer-by-layer problem that seeds a fused one
+PERIOD_SHARE = 0.3  # of the rest, at most, on the throughput objective's period (mostly proven optimal sooner)
+# then its makespan tie-break: a small share, as a deterministic unit of the full model (its LP) takes
+# several wall-clock seconds (ResNet-18, 21 layers, 4 cores: 1.4 units = 12-20 s on a loaded 2-core
+# machine) and the makespan gains < 1 % there over its start
+MAKESPAN_SHARE = 0.1
 
 
 @dataclass
@@ -61,7 +73,7 @@ class MulticoreCpSatMapper:
 
     name: str = "multicore"
     objective: str = "latency"  # latency | throughput | energy | edp
-    time_limit_s: float = 10.0  # CP-SAT deterministic time (about seconds on one core)
+    time_limit_s: float = 10.0  # CP-SAT deterministic time units (module docstring)
     gap_limit: float = 0.01  # stop once the relative gap to the proven bound is at most this (0: prove optimality)
     fusion_tiles: int = 1  # 1 = layer by layer; N = each layer cut into N row bands (layer fusion)
     max_layers: int = 40  # neighbouring layers are merged down to this many (keeps the model small)
@@ -83,11 +95,18 @@ class MulticoreCpSatMapper:
 
 
 def seed_schedule(
-    problem: Problem, objective: str, time_limit_s: float, workers: int, seed: int, gap_limit: float = 0.0
+    problem: Problem,
+    objective: str,
+    time_limit_s: float,
+    workers: int,
+    seed: int,
+    gap_limit: float = 0.0,
+    local_search: bool = True,
 ) -> Schedule:
     """The hint: the best of the greedy round robin, the earliest-finish (HEFT) list schedule and, for a fused
-    problem, the layer-by-layer optimum's assignment list-scheduled over the tiles; identical cores
-    relabelled in order of use."""
+    problem, the layer-by-layer optimum's assignment list-scheduled over the tiles; then improved by the
+    local searches (``balance.improve``) so the solver never starts, nor ends, worse than them; identical
+    cores relabelled in order of use."""
     candidates = [round_robin(problem), earliest_finish(problem)]
     if problem.fusion:
         coarse, _ = solve(layer_by_layer(problem), objective, time_limit_s, workers, seed, gap_limit)
@@ -95,8 +114,15 @@ def seed_schedule(
     h = horizon(problem)
     e_bound = energy_bound(problem, h)
     best = min(candidates, key=lambda s: score(s, objective, h, e_bound))
-    canonical = canonical_cores(problem, best.layer_core)
-    return best if canonical == best.layer_core else list_schedule(problem, canonical)
+    if local_search:
+        best = min((best, improve(problem, best, objective)), key=lambda s: score(s, objective, h, e_bound))
+    return canonical(problem, best)
+
+
+def canonical(problem: Problem, schedule: Schedule) -> Schedule:
+    """``schedule`` with interchangeable cores renamed in order of first use (the same figures)."""
+    layer_core = canonical_cores(problem, schedule.layer_core)
+    return schedule if layer_core == schedule.layer_core else list_schedule(problem, layer_core)
 
 
 def interchangeable_cores(problem: Problem) -> list[list[int]]:
@@ -118,6 +144,14 @@ def canonical_cores(problem: Problem, layer_core: tuple[int, ...]) -> tuple[int,
     return tuple(rename.get(c, c) for c in layer_core)
 
 
+def break_symmetry(model: cp_model.CpModel, x: list[list], groups: list[list[int]]) -> None:
+    """Of interchangeable cores, a later one is first used by a later layer than an earlier one."""
+    for group in groups:
+        for c, d in zip(group, group[1:]):
+            for li, row in enumerate(x):
+                model.Add(row[d] <= sum(x[k][c] for k in range(li)))
+
+
 def solve(
     problem: Problem,
     objective: str,
@@ -132,9 +166,21 @@ def solve(
     seed_limit = SEED_SHARE * time_limit_s if problem.fusion else 0.0
     hint = seed_schedule(problem, objective, seed_limit, workers, seed, gap_limit)
     limit = time_limit_s - seed_limit
-    built = _Model(problem, objective, hint)
-    if objective in ("throughput", "edp"):
-        # first the period (or EDP) alone, then the makespan with it fixed: a lexicographic optimum
+    fallback = hint  # what is returned when CP-SAT finds nothing in time
+    if objective == "throughput":
+        # the period depends on the assignment alone: solved as an assignment problem, then the makespan
+        # on the full model with the period fixed (a lexicographic optimum), from the best schedule known
+        start, facts = period_schedule(problem, hint, limit * PERIOD_SHARE, workers, seed, gap_limit)
+        best_period = period(problem, start.layer_core)
+        built = _Model(problem, objective, start, upper=start.makespan)
+        built.model.Add(built.primary <= best_period)
+        solver, status = _run(built.model, built.makespan, limit * MAKESPAN_SHARE, workers, seed, gap_limit)
+        facts["makespan_status"] = solver.StatusName(status)
+        facts["start_score"] = [best_period, start.makespan]
+        fallback = start
+    elif objective == "edp":
+        built = _Model(problem, objective, hint)
+        # first the EDP alone, then the makespan with it fixed: a lexicographic optimum
         solver, status = _run(built.model, built.primary, limit * 0.7, workers, seed, gap_limit)
         facts = _facts(solver, status, built.primary)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -145,12 +191,13 @@ def solve(
                 solver, status = solver2, status2
                 facts["makespan_status"] = solver.StatusName(status2)
     else:
+        built = _Model(problem, objective, hint)
         solver, status = _run(built.model, built.primary, limit, workers, seed, gap_limit)
         facts = _facts(solver, status, built.primary)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         schedule = built.read(solver)
     else:  # nothing found in time: the hint, said so
-        schedule = hint
+        schedule = fallback
         facts["note"] = "no CP-SAT solution within the time limit; the hint schedule is returned"
     h = built.horizon
     greedy = round_robin(problem)
@@ -167,11 +214,58 @@ def solve(
     return schedule, facts
 
 
+def period_schedule(
+    problem: Problem, hint: Schedule, limit_s: float, workers: int, seed: int, gap_limit: float = 0.0
+) -> tuple[Schedule, dict]:
+    """The throughput objective's first stage, and where its makespan stage starts: the least-period
+    assignment (``solve_period``, from ``hint``'s) and the best schedule known at that period, its makespan
+    shortened by the local search. The surrogates' closed form stops here."""
+    assignment, facts = solve_period(problem, hint.layer_core, limit_s, workers, seed, gap_limit)
+    best_period = min(period(problem, assignment), period(problem, hint.layer_core))
+    known = (hint, list_schedule(problem, assignment))
+    at_period = [s for s in known if period(problem, s.layer_core) <= best_period]
+    return canonical(problem, shorter_makespan(problem, min(at_period, key=lambda s: s.makespan), best_period)), facts
+
+
+def solve_period(
+    problem: Problem, start: tuple[int, ...], limit_s: float, workers: int, seed: int, gap_limit: float = 0.0
+) -> tuple[tuple[int, ...], dict]:
+    """The assignment of least pipelined period (``schedule.core_loads``: rate-weighted core and DRAM busy
+    cycles), hinted with ``start``: a small model (layers x cores booleans) that CP-SAT mostly proves
+    optimal. Any assignment has a schedule, so this is the throughput objective's first term exactly."""
+    m = cp_model.CpModel()
+    cores = range(problem.num_cores)
+    x = [[m.NewBoolVar(f"x{li}_{c}") for c in cores] for li in range(len(problem.layers))]
+    for row in x:
+        m.AddExactlyOne(row)
+    break_symmetry(m, x, interchangeable_cores(problem))
+    weights = layer_weights(problem)
+    loads: list[list] = [[] for _ in range(problem.num_cores + 1)]
+    for t in problem.tasks:
+        for c in cores:
+            loads[c].append(weights[t.layer] * problem.costs[t.index][c].cycles * x[t.layer][c])
+            loads[-1].append(weights[t.layer] * dram_cycles(problem, t.index, c) * x[t.layer][c])
+    upper = period(problem, start)
+    target = m.NewIntVar(0, upper, "period")
+    for load in loads:
+        m.Add(target >= sum(load))
+    for li, row in enumerate(x):
+        for c, var in enumerate(row):
+            m.AddHint(var, int(start[li] == c))
+    solver, status = _run(m, target, limit_s, workers, seed, gap_limit)
+    facts = _facts(solver, status, target)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return tuple(start), facts
+    return tuple(next(c for c, v in enumerate(row) if solver.Value(v)) for row in x), facts
+
+
 def _run(model: cp_model.CpModel, target, limit_s: float, workers: int, seed: int, gap_limit: float = 0.0):
+    """Minimise ``target`` within a deterministic time limit (same inputs, same answer, however loaded the
+    machine); the wall-clock limit is only a backstop far beyond it."""
     model.Minimize(target)
     solver = cp_model.CpSolver()
     solver.parameters.max_deterministic_time = max(0.01, float(limit_s))
-    solver.parameters.max_time_in_seconds = max(0.05, 3.0 * float(limit_s))  # a wall-clock backstop only
+    solver.parameters.max_time_in_seconds = wall_backstop_s(limit_s)
     solver.parameters.num_workers = max(1, int(workers))
     solver.parameters.interleave_search = int(workers) > 1
     solver.parameters.random_seed = int(seed)
@@ -193,18 +287,20 @@ def _facts(solver: cp_model.CpSolver, status: int, target) -> dict:
 class _Model:
     """The CP-SAT model of one problem and objective, hinted with (and, for latency, bounded by) ``hint``."""
 
-    def __init__(self, problem: Problem, objective: str, hint: Schedule):
+    def __init__(self, problem: Problem, objective: str, hint: Schedule, upper: int | None = None):
         self.problem = p = problem
         self.model = m = cp_model.CpModel()
         cores = range(p.num_cores)
         self.horizon = horizon(p)
         self.energy_bound = energy_bound(p, self.horizon)
-        h = hint.makespan if objective == "latency" else self.horizon  # no better schedule is longer
+        if upper is None:  # no better schedule is longer than the hint (latency)
+            upper = hint.makespan if objective == "latency" else self.horizon
+        h = upper
         head, tail = path_bounds(p)
         self.x = [[m.NewBoolVar(f"x{li}_{c}") for c in cores] for li in range(len(p.layers))]
         for row in self.x:
             m.AddExactlyOne(row)
-        self._break_symmetry()
+        break_symmetry(m, self.x, interchangeable_cores(p))
         self.makespan = m.NewIntVar(0, h, "makespan")
         self.start, self.end = [], []
         on_core: list[list] = [[] for _ in cores]
@@ -288,13 +384,6 @@ class _Model:
                     m.Add(self.makespan >= self.start[first[li]] + sum(load[q][c] * self.x[q][c] for q in below[li]))
                 if len(above[li]) > 1 and li < n - 1:
                     m.Add(self.end[last[li]] >= sum(load[q][c] * self.x[q][c] for q in above[li]))
-
-    def _break_symmetry(self) -> None:
-        """Of interchangeable cores, a later one is first used by a later layer than an earlier one."""
-        for group in interchangeable_cores(self.problem):
-            for c, d in zip(group, group[1:]):
-                for li, row in enumerate(self.x):
-                    self.model.Add(row[d] <= sum(self.x[k][c] for k in range(li)))
 
     def _queued_edge(self, i: int, y: list, acts: dict, h: int) -> None:
         """An edge whose transfer or read-back is scheduled on its resources (module docstring)."""

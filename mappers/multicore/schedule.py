@@ -56,14 +56,28 @@ def dram_cycles(problem: Problem, task: int, core: int) -> int:
     return math.ceil((cost.dram_read_bytes + cost.dram_write_bytes) / problem.arch.dram_bytes_per_cycle)
 
 
-def core_loads(problem: Problem, layer_core: Sequence[int]) -> list[int]:
-    """Weighted busy cycles per core and, last, of the DRAM: the pipelined period is their maximum."""
+def layer_loads(problem: Problem) -> list[list[tuple[int, int]]]:
+    """Per layer and core: the rate-weighted busy cycles the layer puts on that core and on the DRAM."""
     weights = layer_weights(problem)
-    loads = [0] * (problem.num_cores + 1)
+    loads = [[(0, 0)] * problem.num_cores for _ in problem.layers]
     for t in problem.tasks:
-        c = layer_core[t.layer]
-        loads[c] += weights[t.layer] * problem.costs[t.index][c].cycles
-        loads[-1] += weights[t.layer] * dram_cycles(problem, t.index, c)
+        w = weights[t.layer]
+        row = loads[t.layer]
+        for c in range(problem.num_cores):
+            busy, dram = row[c]
+            row[c] = (busy + w * problem.costs[t.index][c].cycles, dram + w * dram_cycles(problem, t.index, c))
+    return loads
+
+
+def core_loads(problem: Problem, layer_core: Sequence[int], per_layer: list | None = None) -> list[int]:
+    """Weighted busy cycles per core and, last, of the DRAM: the pipelined period is their maximum.
+    ``per_layer``: ``layer_loads(problem)``, when the caller already has it."""
+    per_layer = per_layer or layer_loads(problem)
+    loads = [0] * (problem.num_cores + 1)
+    for li, c in enumerate(layer_core):
+        busy, dram = per_layer[li][c]
+        loads[c] += busy
+        loads[-1] += dram
     return loads
 
 

@@ -80,9 +80,10 @@ def solve_sections(
 ) -> SectionSolution:
     """Cuts, allocation and tiers in one CP-SAT model; falls back to the hint (gap reported) on a timeout.
 
-    ``time_limit_s`` is CP-SAT's deterministic time (reproducible), ``wall_limit_s`` a wall-clock backstop
-    (default 4 x); ``lower_bound`` (a proven bound on the objective, e.g. ``mappers.rdu.bound``'s) is added
-    as a constraint and reported when it beats the solver's own. ``fixed_cuts`` pins the section starts
+    ``time_limit_s`` is CP-SAT's deterministic time (reproducible), ``wall_limit_s`` an optional wall-clock
+    backstop (None: none; one makes the answer depend on the machine's load); ``lower_bound`` (a proven
+    bound on the objective, e.g. ``mappers.rdu.bound``'s) is added as a constraint and reported when it beats
+    the solver's own. ``fixed_cuts`` pins the section starts
     (allocation and tiers only: a much smaller search, used to polish a plan's cuts); its bound then holds
     for those cuts only and is not reported as the problem's."""
     started = time.perf_counter()
@@ -99,8 +100,7 @@ def solve_sections(
     if lower_bound > 0 and problem.objective == "latency":
         model.m.Add(sum(section_ps) + problem.reconfig_ps * sum(model.starts) >= int(math.floor(lower_bound)))
     _hint(model, baseline)
-    wall = 4.0 * float(time_limit_s) if wall_limit_s is None else float(wall_limit_s)
-    solver, status = _solve(model, time_limit_s, workers, wall)
+    solver, status = _solve(model, time_limit_s, workers, wall_limit_s)
     seconds = time.perf_counter() - started
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if status == cp_model.INFEASIBLE:
@@ -302,13 +302,16 @@ def _hint(model: SectionModel, baseline: Plan) -> None:
             m.AddHint(model.tier_var[item.name, tier], int(baseline.tiers[item.name] == tier))
 
 
-def _solve(model: SectionModel, time_limit_s: float, workers: int, wall_s: float) -> tuple[cp_model.CpSolver, int]:
+def _solve(
+    model: SectionModel, time_limit_s: float, workers: int, wall_s: float | None
+) -> tuple[cp_model.CpSolver, int]:
     solver = cp_model.CpSolver()
     # Same spec + seed must give the same schedule: the limit is CP-SAT's deterministic time (work units,
-    # about a second each) and the workers are interleaved deterministically; the wall-clock limit is
-    # only a backstop against a pathological model.
+    # about a second each) and the workers are interleaved deterministically; a wall-clock limit (opt-in)
+    # would make the answer depend on the machine's load.
     solver.parameters.max_deterministic_time = float(time_limit_s)
-    solver.parameters.max_time_in_seconds = max(0.01, float(wall_s))
+    if wall_s is not None:
+        solver.parameters.max_time_in_seconds = max(0.01, float(wall_s))
     solver.parameters.num_workers = max(1, int(workers))
     solver.parameters.interleave_search = True
     solver.parameters.random_seed = 0

@@ -58,10 +58,11 @@ class RduSectionMapper:
 
     Latency (the default objective) is solved by bounds (``mappers.rdu.exact``): a proven lower bound over the
     cut positions of the op order, PMU intervals and SRAM prices, whose covers are realised exactly and refined
-    until the best plan is within ``gap_tolerance`` of the bound, or ``max_steps`` refinements (the
-    deterministic limit) or ``time_limit_s`` of wall clock (a backstop) have passed. The energy and weighted
-    objectives go to the CP-SAT model (``mappers.rdu.cpsat``), with ``time_limit_s`` as its deterministic time
-    and ``wall_limit_s`` its wall-clock backstop (0: 4 x the deterministic limit)."""
+    until the best plan is within ``gap_tolerance`` of the bound or ``max_steps`` refinements (the
+    deterministic limit) have passed. The energy and weighted objectives, and the CP-SAT closer of small
+    graphs, use the CP-SAT model (``mappers.rdu.cpsat``) with ``time_limit_s`` as its deterministic time.
+    Same graph, arch and options give the same plan whatever the machine's load: ``wall_limit_s`` (0: none)
+    is an opt-in wall-clock backstop of both searches that gives that up."""
 
     name: str = "sections"
     objective: str = "latency"
@@ -125,7 +126,7 @@ def _solve(
     """Latency by bounds (``solve_exact``); energy and weighted by the CP-SAT model."""
     if problem.objective != "latency":
         return solve_sections(problem, time_limit_s, workers, wall_limit_s=wall_limit_s)
-    exact = solve_exact(problem, gap_tolerance, max_steps, time_limit_s)
+    exact = solve_exact(problem, gap_tolerance, max_steps, wall_limit_s)
     plan, cost, lower, gap = exact.plan, exact.cost, exact.lower_ps, exact.info["gap"]
     if not cost.feasible:
         raise MappingError(f"no feasible section plan of {problem.graph.name!r}: {cost.why}")

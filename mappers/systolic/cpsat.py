@@ -34,7 +34,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from dse.graph import Graph
-from mappers.base import Mapping, MappingError
+from mappers.base import Mapping, MappingError, wall_backstop_s
 from mappers.systolic.greedy import greedy_schedule
 from mappers.systolic.objective import OBJECTIVES, mode_traffic
 from mappers.systolic.problem import Problem, Schedule, build_problem, schedule_score, to_mapping, topological_bounds
@@ -55,7 +55,7 @@ class CpSatMapper:
     time_limit_s: float = 10.0  # CP-SAT deterministic time per point (reproducible: same spec, same schedule)
     workers: int = 1  # one CP-SAT worker: deterministic and, measured, fastest on these models
     use_cache: bool = True
-    wall_time_limit_s: float = 0.0  # wall-clock backstop per point; 0: 4 x time_limit_s
+    wall_time_limit_s: float = 0.0  # wall-clock backstop per point; 0: mappers.base.wall_backstop_s
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -104,7 +104,7 @@ def solve(
 ) -> Schedule:
     """Solve ``problem``; the schedule's info says OPTIMAL or FEASIBLE, with the objective, the proven
     bound and the relative gap (FEASIBLE: a limit stopped the search; ``limit_hit`` says so). ``time_limit_s``
-    is CP-SAT's deterministic time, ``wall_time_limit_s`` (default 4 x that) the wall-clock backstop.
+    is CP-SAT's deterministic time, ``wall_time_limit_s`` (default ``wall_backstop_s``: far past it) a backstop.
 
     Two stages keep it exact and fast. The slot model decides order, tiles and residency under the
     capacity of every time slot (a relaxation of address packing: live bytes <= capacity); then the
@@ -117,7 +117,7 @@ def solve(
         hint = greedy_schedule(problem)
     except MappingError:
         hint = None  # some unit fits only with residency: no residency-free schedule to start from
-    wall_s = 4.0 * float(time_limit_s) if wall_time_limit_s is None else float(wall_time_limit_s)
+    wall_s = wall_backstop_s(time_limit_s) if wall_time_limit_s is None else float(wall_time_limit_s)
     slot = _SlotModel(problem, hint)
     solver = _solver(time_limit_s, workers, wall_s)
     # CP-SAT's presolve rewrites the one-option-per-unit objective through the residency equalities and
@@ -194,7 +194,7 @@ def _solver(time_limit_s: float, workers: int, wall_time_limit_s: float | None =
     # Deterministic: same spec + seed, same schedule (ties included). The limit is CP-SAT's deterministic
     # time and the workers are interleaved deterministically; wall-clock time is only a backstop.
     solver.parameters.max_deterministic_time = float(time_limit_s)
-    wall = 4.0 * float(time_limit_s) if wall_time_limit_s is None else float(wall_time_limit_s)
+    wall = wall_backstop_s(time_limit_s) if wall_time_limit_s is None else float(wall_time_limit_s)
     solver.parameters.max_time_in_seconds = wall
     solver.parameters.num_workers = max(1, int(workers))
     solver.parameters.interleave_search = int(workers) > 1

@@ -1,0 +1,72 @@
+"""Surrogate accuracy with real SCALE-Sim 3.0.0 as the truth, on a network it never saw.
+
+The space of ``designs/scalesim_truth.yaml`` (USER mode: per-operand DRAM bandwidth, SRAMs in whole kB,
+arrays 32..128 a side) is sampled ``-n`` times per workload; every MAC-array layer of every design is run
+by SCALE-Sim (``dse surrogate dataset --truth scalesim``'s path: ``surrogates.scalesim_truth``, pooled,
+de-duplicated, cached per layer on disk, so a re-run simulates nothing). The surrogate is trained on the
+other workloads and tested on the held-out one (ResNet-18 at 64 x 64 pixels by default: SCALE-Sim's run
+time grows with the simulated cycles, and full-size ResNet-18 takes minutes per design; VGG is not in the
+default training set, since one of its 4096 x 4096 FC layers alone ran over 20 minutes on a 32 x 32 array). Prints the
+closed-form baseline alone (the USER-mode fold walk, ``surrogates.user_mode_baseline``) against SCALE-Sim,
+the op- and design-level models, and the SCALE-Sim cost.
+
+Target: held-out latency R^2 >= 0.98 and MAPE <= 5 %.
+
+    python benchmarks/surrogate_scalesim.py [-n 8] [--workers 2] [--cache DIR] [--holdout resnet18:resolution=64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from dse.spec import load_spec  # noqa: E402
+from surrogates.dataset import build_dataset, workloads_from_args  # noqa: E402
+from surrogates.evaluate import baseline_accuracy, design_accuracy, format_table  # noqa: E402
+from surrogates.model import SurrogateModel  # noqa: E402
+from surrogates.scalesim_truth import ScaleSimTruth, default_cache_dir  # noqa: E402
+from surrogates.train import heldout_split  # noqa: E402
+
+TRAINING = ["small_cnn", "jet_mlp", "mobilenet_v1:resolution=64", "resnet50:resolution=32"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-n", type=int, default=8, help="designs per workload")
+    ap.add_argument("--holdout", default="resnet18:resolution=64")
+    ap.add_argument("--training", nargs="+", default=TRAINING)
+    ap.add_argument("--models", nargs="+", default=["gb", "rf"])
+    ap.add_argument("--levels", nargs="+", default=["op", "design"])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--cache", default=str(default_cache_dir()), help="SCALE-Sim per-layer report cache")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    spec = load_spec(ROOT / "designs" / "scalesim_truth.yaml")
+    truth = ScaleSimTruth(Path(args.cache))
+    workloads = workloads_from_args(spec, [*args.training, args.holdout])
+    start = time.perf_counter()
+    data = build_dataset(
+        "systolic", spec.design_space(), spec.fixed_params(), workloads, args.n, seed=args.seed,
+        executor="local", workers=args.workers, scalesim=truth,
+    )  # fmt: skip
+    print(f"dataset: {len(data)} op rows, {args.n} designs x {len(workloads)} workloads "
+          f"({time.perf_counter() - start:.0f} s wall)")  # fmt: skip
+    print(f"SCALE-Sim: {truth.simulated} layer runs, {truth.sim_seconds:.0f} s simulated, {truth.cached} from "
+          f"the cache ({args.cache})" + (f", {truth.failed} failed" if truth.failed else ""))  # fmt: skip
+    print("target: held-out latency R^2 >= 0.98 and MAPE <= 5 % (truth: SCALE-Sim total_cycles_incl_prefetch)")
+    heldout = workloads[-1].label
+    train_part, test_part = heldout_split(data, [heldout])
+    print(format_table(baseline_accuracy(test_part), f"\n[{heldout} held out] baseline alone (no learning)"))
+    for level in args.levels:
+        for kind in args.models:
+            model = SurrogateModel.fit(train_part, kind, level=level)
+            print(format_table(design_accuracy(model, test_part), f"[{heldout} held out] level={level} {kind}"))
+
+
+if __name__ == "__main__":
+    main()
