@@ -48,6 +48,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help=f"where --truth scalesim keeps its per-layer reports (default {default_cache_dir()})",
     )
+    d.add_argument(
+        "--scalesim-max-cycles",
+        type=float,
+        metavar="CYCLES",
+        default=None,
+        help="with --truth scalesim: leave out designs whose model latency over their MAC-array layers exceeds "
+        "CYCLES (SCALE-Sim's run time grows with the cycles it simulates; default: simulate every design)",
+    )
     d.set_defaults(func=cmd_dataset)
 
     t = ss.add_parser("train", help="train a surrogate; report held-out-workload, random-split and CV accuracy")
@@ -105,7 +113,8 @@ def cmd_dataset(args: argparse.Namespace) -> int:
     workloads = workloads_from_args(spec, args.workload or [])
     scalesim = None
     if args.truth == "scalesim":
-        scalesim = ScaleSimTruth(Path(args.scalesim_cache) if args.scalesim_cache else default_cache_dir())
+        cache = Path(args.scalesim_cache) if args.scalesim_cache else default_cache_dir()
+        scalesim = ScaleSimTruth(cache, max_model_cycles=args.scalesim_max_cycles)
     data = build_dataset(
         spec.template.kind,
         spec.design_space(),
@@ -123,7 +132,9 @@ def cmd_dataset(args: argparse.Namespace) -> int:
     if scalesim is not None:
         print(
             f"SCALE-Sim truth: {scalesim.simulated} layer runs in {scalesim.sim_seconds:.1f} s, {scalesim.cached} "
-            f"found in {scalesim.cache_dir}" + (f", {scalesim.failed} failed" if scalesim.failed else "")
+            f"found in {scalesim.cache_dir}"
+            + (f", {scalesim.failed} failed" if scalesim.failed else "")
+            + (f", {scalesim.skipped} designs over --scalesim-max-cycles left out" if scalesim.skipped else "")
         )
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)

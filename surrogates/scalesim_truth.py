@@ -181,7 +181,13 @@ class ScaleSimTruth:
     """``--truth scalesim``: where the cache lives, and what the last builds simulated."""
 
     cache_dir: Path = field(default_factory=default_cache_dir)
+    # Designs whose model latency over their MAC-array layers exceeds this many cycles are not simulated
+    # (None: every design). SCALE-Sim's run time grows with the cycles it simulates (about 0.1-0.3 ms each
+    # here), and a space's worst designs (e.g. ws with a small filter SRAM, re-reading through USER mode's
+    # prefetch window) run to 1e8 cycles: hours for one design.
+    max_model_cycles: float | None = None
     simulated: int = 0  # layer runs made
+    skipped: int = 0  # designs over ``max_model_cycles``, left out unsimulated
     cached: int = 0  # distinct layer runs found in the cache
     failed: int = 0  # layer runs SCALE-Sim failed on (their designs are left out)
     sim_seconds: float = 0.0  # wall time of the simulation phase
@@ -209,6 +215,17 @@ class ScaleSimTruth:
         self.check(evaluator, points)
         outcomes = list(pool.map(PlanDesign(evaluator), points))
         plans = {o.index: o.value for o in outcomes if o.ok}
+        if self.max_model_cycles is not None:
+            cheap = {i: plan for i, plan in plans.items() if array_cycles(plan[0]) <= self.max_model_cycles}
+            self.skipped += len(plans) - len(cheap)
+            if plans and not cheap:
+                raise UserError(
+                    f"every sampled design is over the SCALE-Sim bound of {self.max_model_cycles:.3g} model cycles "
+                    f"(the least is {min(array_cycles(p[0]) for p in plans.values()):.3g}); raise "
+                    "--scalesim-max-cycles",
+                    where=WHERE,
+                )
+            plans = cheap
         if not plans:
             raise UserError(f"no sampled design could be planned for SCALE-Sim: {outcomes[0].error}", where=WHERE)
         jobs = {p.job.key: p.job for layers, _, _ in plans.values() for p in layers if p.job is not None}
@@ -235,6 +252,11 @@ class ScaleSimTruth:
             ).reshape(len(members), 2)
             out[index] = per_op, design_values(sum(cycles.values()), freq_mhz, values)
         return out
+
+
+def array_cycles(layers: Sequence[LayerPlan]) -> float:
+    """The model's cycles over a design's MAC-array layers (those SCALE-Sim would simulate)."""
+    return float(sum(p.cycles for p in layers if p.job is not None))
 
 
 def _truth_cycles(plan: LayerPlan, reports: Mapping[str, Mapping[str, Any]]) -> float:

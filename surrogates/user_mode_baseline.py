@@ -1,10 +1,10 @@
-"""The surrogates' baseline in SCALE-Sim USER mode (``dram_mode="per_operand"``, os and ws dataflows).
+"""The surrogates' baseline in SCALE-Sim USER mode (``dram_mode="per_operand"``, every dataflow).
 
 The array closed forms (``hwmodels.systolic.batch.gemm_cost_arrays``) have no stand-in for SCALE-Sim
 USER mode's read-buffer window walk: its re-reads and the stalls they cause can multiply a layer's
 latency, so a baseline without them left the trees a residual they could not learn on a network
 they never saw (held-out ResNet-18 latency R^2 0.30). The model's own walk (``hwmodels.systolic.
-user_mode``) costs as much as exact evaluation, so the os/ws ``per_operand`` pairs get the fold-level
+user_mode``) costs as much as exact evaluation, so the ``per_operand`` pairs get the fold-level
 walk (``hwmodels.systolic.user_mode_batch``: exact-rule walk over whole folds, the ifmap's duplicate
 copies left out) put together as ``hwmodels.systolic.cost.gemm_cost`` does; ``approximate`` marks them
 and the trees learn what the walk leaves out.
@@ -17,7 +17,7 @@ import numpy as np
 from hwmodels.systolic.batch import GemmShapes
 from hwmodels.systolic.user_mode_batch import user_mode_traffic_batch
 
-USER_MODE_DATAFLOWS = ("os", "ws")  # the dataflows SCALE-Sim USER mode is emulated for (is is closed-form)
+USER_MODE_DATAFLOWS = ("os", "ws", "is")  # the dataflows SCALE-Sim USER mode is emulated for
 
 
 def user_mode_pair_costs(
@@ -30,7 +30,7 @@ def user_mode_pair_costs(
     words_f: np.ndarray,
     words_per_cycle: np.ndarray,
 ) -> dict[str, np.ndarray]:
-    """``gemm_cost_arrays``'s figures for (designs, GEMMs) of one os/ws ``per_operand`` group with the USER
+    """``gemm_cost_arrays``'s figures for (designs, GEMMs) of one ``per_operand`` group with the USER
     walk's reads, fill and read stalls in place of the closed forms; the design arrays are (designs,).
 
     Per copy: busy = max(compute lines + read stalls, ofmap writes during the run / bandwidth), and

@@ -114,6 +114,11 @@ def test_dataset_with_scalesim_truth_is_cached_and_consistent(tmp_path):
     rerun = build_dataset(*args, executor="serial", scalesim=again)
     assert again.simulated == 0 and again.cached == truth.simulated
     assert rerun.equals(data)
+    # the SCALE-Sim cost bound: above every design it changes nothing; below every design, one clear error
+    bounded = ScaleSimTruth(tmp_path / "cache", max_model_cycles=1e12)
+    assert build_dataset(*args, executor="serial", scalesim=bounded).equals(data) and bounded.skipped == 0
+    with pytest.raises(UserError, match="every sampled design is over the SCALE-Sim bound"):
+        build_dataset(*args, executor="serial", scalesim=ScaleSimTruth(tmp_path / "cache", max_model_cycles=1.0))
 
 
 def test_cli_refuses_a_design_scalesim_cannot_represent(tmp_path):

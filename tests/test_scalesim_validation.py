@@ -178,6 +178,30 @@ def test_live_user_mode(df, rows, cols):
         assert mae < 2.0, f"{df} {metric}: MAE {mae:.2f} %"
 
 
+LIVE_IS_LAYERS = [
+    ScaleSimLayer("conv3x3", 8, 8, 3, 3, 8, 16, 1),
+    ScaleSimLayer("gemm", 1, 1, 1, 1, 64, 40, 1),
+    ScaleSimLayer("fc", 1, 1, 1, 1, 256, 48, 1),  # the filter walk wraps: SCALE-Sim stalls the array
+]
+
+
+def test_live_user_mode_is_non_square():
+    """is in USER mode on a non-square array at an odd 13 words/cycle: the stationary ifmap is read row by
+    row from an unrolled prefetch matrix, the filter streams rolled out; the window walk re-reads both, so
+    reads are exact, the stall-free compute exact and the total (fill, read stalls, drain) within 2 %."""
+    pytest.importorskip("scalesim")
+    cfg = ScaleSimConfig(16, 8, "is", 4, 4, 4, "USER", 13)
+    pairs = list(zip(predict(LIVE_IS_LAYERS, cfg), run_scalesim(LIVE_IS_LAYERS, cfg)))
+    for ours, ref in pairs:
+        assert ours["compute_cycles"] == ref["compute_cycles"] - ref["stall_cycles"], ref["layer"]
+        assert ours["dram_ifmap_reads"] == ref["dram_ifmap_reads"], ref["layer"]
+        assert ours["dram_filter_reads"] == ref["dram_filter_reads"], ref["layer"]
+    assert any(r["stall_cycles"] > 0 for _, r in pairs), "no layer stalled on the window walk"
+    for metric in ("total_cycles_incl_prefetch", "dram_ofmap_writes"):
+        mae = _mae([(o[metric], r[metric]) for o, r in pairs])
+        assert mae < 2.0, f"is {metric}: MAE {mae:.2f} %"
+
+
 # ---------------------------------------------------------------------------------------------------
 # Fusion: an activation fused into its producer
 # ---------------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ def _case(rng: random.Random, kernel: int) -> tuple[LoweredGemm, int, int, str, 
         gemm,
         rng.randint(2, 20),
         rng.randint(2, 20),
-        rng.choice(["os", "ws"]),
+        rng.choice(["os", "ws", "is"]),
         (rng.randint(200, 3000), rng.randint(200, 3000)),
         rng.choice([1.0, 2.4, 5.0]),
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwmodels.systolic.compute import LoweredGemm, array_sram_reads, array_writes, fold_cycles, spatial_axes
-from hwmodels.systolic.memory import ACTIVE_SETS, SETS_PER_BUFFER
+from hwmodels.systolic.memory import ACTIVE_SETS, SETS_PER_BUFFER, OfmapWriteProfile, calc_ofmap_tail
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,29 @@ class GemmShapes:
         )  # fmt: skip
 
 
+def _user_replayed_tails(
+    tail: np.ndarray,
+    of_writes: np.ndarray,
+    dataflow: str,
+    shape: tuple[np.ndarray, ...],
+    words_of: np.ndarray,
+    bw: np.ndarray,
+) -> np.ndarray:
+    """``gemm_cost``'s USER-mode tail: SCALE-Sim's write buffer replayed (``memory.calc_ofmap_tail``, memoised)
+    on the pairs where no line writes more words than the DRAM takes per cycle; the closed form elsewhere.
+    ``shape`` is (m, n, rows, cols, Sc, T, row folds, column folds). One replay per such pair, as the USER
+    walk of those pairs (``surrogates.user_mode_baseline``) already costs."""
+    whole_bw = np.maximum(1, np.round(bw))
+    arrays = np.broadcast_arrays(tail, of_writes, words_of, whole_bw, *shape)
+    out = np.array(arrays[0], dtype=float)
+    _, writes, _, line_bw, _, _, _, cols, sc = arrays[:9]
+    for i in np.flatnonzero((writes > 0) & (np.minimum(cols, sc) <= line_bw)):
+        words, b, m, n, r, c, _, t, rf, cf = (int(x.flat[i]) for x in arrays[2:])
+        profile = OfmapWriteProfile(dataflow, m, n, r, c, rf, cf, t, fold_cycles(t, r, c, dataflow))
+        out.flat[i] = calc_ofmap_tail(profile, words, b)
+    return out
+
+
 def gemm_cost_arrays(
     s: GemmShapes,
     dataflow: str,
@@ -69,10 +92,10 @@ def gemm_cost_arrays(
     """``gemm_cost`` for every (design, GEMM) pair of one dataflow and DRAM mode: design-side arrays
     broadcast against ``s``'s GEMM-side arrays. Batch consumers (the surrogates) call it for 10^5 designs.
 
-    The same formulas as ``gemm_cost`` for ``shared`` DRAM and for ``is``; two stand-ins where the
+    The same formulas as ``gemm_cost`` for ``shared`` DRAM; two stand-ins where the
     scalar model walks a sequence: the os filter's per-column-fold epoch rule is replaced by its
     expectation (a block of b < W words straddles a boundary with probability b/W and then re-fetches
-    b/2 on average), and ``unlimited`` / os-ws ``per_operand`` use these closed forms instead of the
+    b/2 on average), and ``unlimited`` / ``per_operand`` use these closed forms instead of the
     SCALE-Sim replays. ``approximate`` marks the pairs where either applies.
     Returns per pair, all copies: cycles, compute_cycles, busy_cycles, fill_cycles, tail_cycles, the
     DRAM reads/writes and SRAM accesses of ``GemmCost``, and ``approximate``.
@@ -98,6 +121,8 @@ def gemm_cost_arrays(
     half = words_of - np.ceil(words_of / 2)
     drains = np.where(of_writes > 0, np.floor(np.maximum(of_writes - 1.0, 0.0) / half), 0.0)
     tail = np.ceil((of_writes - drains * half) / drain_bw)
+    if dram_mode == "per_operand":
+        tail = _user_replayed_tails(tail, of_writes, dataflow, (s.m, s.n, rows, cols, sc, t, rf, cf), words_of, bw)
     during_if = if_reads - np.minimum(if_reads, fill_if * bw)
     during_f = f_reads - np.minimum(f_reads, fill_f * bw)
     during_of = np.maximum(0.0, of_writes - tail * drain_bw)
@@ -107,7 +132,7 @@ def gemm_cost_arrays(
     elif dram_mode == "per_operand":
         fill_cycles = np.maximum(fill_if, fill_f)
         busy = np.maximum(np.maximum(lines, during_if / bw), np.maximum(during_f / bw, during_of / bw))
-        approximate = approximate | (dataflow != "is")
+        approximate = np.ones(np.shape(lines), dtype=bool)  # SCALE-Sim USER's window walk is not here
     else:
         fill_cycles = fill_if + fill_f
         busy = np.maximum(lines, (during_if + during_f + during_of) / bw)

@@ -18,17 +18,20 @@ lowered GEMM (``hwmodels.systolic.compute``), the fold counts and the SRAM sizes
   partial sums once per row fold, as SCALE-Sim does). The ofmap SRAM drains its passive half
   (``words/2``) when the active half fills; what is left drains after the last fold (the tail).
 * **Total cycles** — initial fill of the read SRAMs (the prefetch before cycle 0) + compute (+ DRAM
-  stalls) + ofmap tail, SCALE-Sim's "Total Cycles (incl. prefetch)". Under ``unlimited`` (CALC) the tail
-  is SCALE-Sim's write buffer replayed drain by drain (``memory.calc_ofmap_tail``): a half drained near the
-  end runs past the last fold. The other modes keep the closed form (their drain shares the DRAM rate).
+  stalls) + ofmap tail, SCALE-Sim's "Total Cycles (incl. prefetch)". Under ``unlimited`` (CALC, drained at
+  ``cols`` words/cycle) and ``per_operand`` (USER, at its whole words/cycle) the tail is SCALE-Sim's write
+  buffer replayed drain by drain (``memory.calc_ofmap_tail``): a half drained near the end runs past the
+  last fold. The replay assumes the array never waits for a drain, so USER uses it only where no line
+  writes more words than the DRAM takes per cycle; elsewhere (writes that outrun the DRAM stall the array,
+  priced by the ofmap rate below) and under ``shared`` (one channel) the tail keeps the closed form.
 
 DRAM stalls follow ``arch.dram_mode`` (see ``templates.systolic``): ``unlimited`` = SCALE-Sim CALC
 (no stall; fill at ``dram_words_per_cycle``, ofmap drain at ``cols`` words/cycle), ``per_operand`` =
 SCALE-Sim USER (each stream its own port of ``dram_words_per_cycle``), ``shared`` = one channel for
-all three streams. For os/ws in ``per_operand`` mode the read traffic and read stalls come from an
+all three streams. In ``per_operand`` mode (every dataflow) the read traffic and read stalls come from an
 emulation of SCALE-Sim USER's circular prefetch-window walk (``hwmodels.systolic.user_mode``): it re-reads
 whole operands that are still on chip, a simulator artifact reproduced only in that
-SCALE-Sim-compatible mode; ``is`` keeps the closed forms there. Otherwise, with limited bandwidth
+SCALE-Sim-compatible mode (a sparse N:M GEMM keeps the closed forms). Otherwise, with limited bandwidth
 the busy time is max(compute, traffic / bandwidth): one operand's prefetches are chained back to
 back and the array waits for them (SCALE-Sim doubles a per-miss stall, but consecutive stalls then
 alternate, so the average rate is the DRAM rate).
@@ -135,13 +138,17 @@ def gemm_cost(
     fill_f = fill_cycles_unlimited(f_reads, words_f, first_f, bw)
     drain_bw = cols if mode == "unlimited" else bw
     tail, _ = ofmap_tail(of_writes, words_of, drain_bw)
-    if mode == "unlimited" and of_writes:  # SCALE-Sim CALC: a drain triggered near the end runs past it
-        tail = float(calc_ofmap_tail(OfmapWriteProfile.of(gemm, df, rows, cols), words_of, cols))
+    # SCALE-Sim CALC / USER: a drain triggered near the end runs past it. The replay holds while the array
+    # never waits for a drain: under CALC, and under USER when no line writes more words than a DRAM line holds
+    # (min(cols, Sc) active columns write one word each per line), so a drain always outpaces the writes.
+    whole_bw = cols if mode == "unlimited" else max(1, round(bw))
+    if of_writes and (mode == "unlimited" or (mode == "per_operand" and min(cols, sc) <= whole_bw)):
+        tail = float(calc_ofmap_tail(OfmapWriteProfile.of(gemm, df, rows, cols), words_of, whole_bw))
     # words of each stream moved while the array runs (the fill and the tail are outside it)
     during_if = max(0.0, if_reads - min(if_reads, fill_if * bw))
     during_f = max(0.0, f_reads - min(f_reads, fill_f * bw))
     during_of = max(0.0, of_writes - tail * drain_bw)
-    if mode == "per_operand" and df in ("os", "ws") and gemm.window_pattern is None:
+    if mode == "per_operand" and gemm.window_pattern is None:
         user = user_mode_traffic(gemm, arch)
         if_reads = user.ifmap_dram_reads if read_input else 0.0
         f_reads = user.filter_dram_reads if read_filter else 0.0

@@ -246,7 +246,7 @@ def stall_replay(events: list[list[tuple[int, int]]], prefetch_lines: list[int])
 def _user_operands(
     gemm: LoweredGemm, rows: int, cols: int, df: str, words_if: int, words_f: int
 ) -> tuple[_OperandWalk, _OperandWalk]:
-    """SCALE-Sim's ifmap and filter streams for one GEMM copy (os and ws dataflows)."""
+    """SCALE-Sim's ifmap and filter streams for one GEMM copy (``compute/systolic_compute_{os,ws,is}.py``)."""
     g = gemm.geometry
     m_px, k_win, n_f = gemm.M, gemm.K, gemm.N
     sr, sc, t_len = spatial_dims(gemm, df)
@@ -281,6 +281,8 @@ def _user_operands(
             words, total, blocks, [(fc, (fc * rf + fr) * fold_len) for fc in range(cf) for fr in range(rf)]
         )
         return ifmap, filt
+    if df == "is":
+        return _user_operands_is(gemm, rows, cols, fold_len, per_set_if, per_set_f)
     # ws. ifmap: blocks = row folds of im2col (pixels x window slice), after a `rows`-line preload gap
     words, total, blocks, set_of = _rolled_blocks(
         lambda b, t, c: im2col_address(g, t, b * rows + c), rf, m_px, rows, k_win - (rf - 1) * rows, per_set_if
@@ -308,6 +310,52 @@ def _user_operands(
     return ifmap, filt
 
 
+def _user_operands_is(
+    gemm: LoweredGemm, rows: int, cols: int, fold_len: int, per_set_if: int, per_set_f: int
+) -> tuple[_OperandWalk, _OperandWalk]:
+    """The is dataflow: ws with the operands' roles swapped. The ifmap is stationary: column folds of
+    im2col^T (window x ``cols`` pixels, null-padded) stacked row-major, not rolled out; fold (fc, fr) reads
+    its window rows bottom-up, one per line from the fold's first line, each row's pixels left to right.
+    The filter streams: row folds of filter^T (filters x ``rows`` window entries) stacked and rolled out,
+    each demanded along its own anti-diagonals after the ``rows``-line preload, once per column fold."""
+    g = gemm.geometry
+    m_px, k_win, n_f = gemm.M, gemm.K, gemm.N
+    sr, sc, _ = spatial_dims(gemm, "is")
+    rf, cf = folds(sr, sc, rows, cols)
+    fc3 = np.arange(cf)[:, None, None]
+    w3 = np.arange(k_win)[None, :, None]
+    pixel3 = fc3 * cols + np.arange(cols)[None, None, :]
+    inside = np.broadcast_to(pixel3 < m_px, (cf, k_win, cols))
+    addr = np.where(inside, im2col_address(g, np.where(pixel3 < m_px, pixel3, 0), w3), -1)
+    valid = addr >= 0
+    set_table = ((np.cumsum(valid.ravel()) - 1) // per_set_if).astype(np.int32).reshape(cf, k_win, cols)
+
+    def entry_set(pix: np.ndarray, win: np.ndarray) -> np.ndarray:
+        return set_table[pix // cols, win, pix % cols]
+
+    segments = []
+    for fc in range(cf):
+        fr_idx, line, c = np.meshgrid(np.arange(rf), np.arange(rows), np.arange(cols), indexing="ij")
+        window = fr_idx * rows + rows - 1 - line
+        keep = window < k_win
+        keep[keep] = valid[fc, window[keep], c[keep]]
+        window, c = window[keep], c[keep]
+        segments.append(_Segment(set_table[fc, window, c], (fr_idx * fold_len + line)[keep], fc * cols + c, window))
+    ifmap = _OperandWalk(
+        int(valid.sum()),
+        cf * k_win * cols,
+        segments,
+        [(fc, fc * rf * fold_len) for fc in range(cf)],
+        _ifmap_duplicates(g, entry_set),
+    )
+    words, total, blocks, _ = _rolled_blocks(
+        lambda b, t, c: t * k_win + b * rows + c, rf, n_f, rows, k_win - (rf - 1) * rows, per_set_f
+    )
+    one_pass = _concat_segments([(seg, b * fold_len + rows) for b, seg in enumerate(blocks)])
+    filt = _OperandWalk(words, total, [one_pass], [(0, fc * rf * fold_len) for fc in range(cf)])
+    return ifmap, filt
+
+
 @dataclass(frozen=True)
 class UserModeTraffic:
     """SCALE-Sim USER mode's DRAM reads and read stalls for one GEMM copy."""
@@ -319,7 +367,7 @@ class UserModeTraffic:
 
 
 def user_mode_traffic(gemm: LoweredGemm, arch: SystolicArch) -> UserModeTraffic:
-    """Emulate SCALE-Sim USER mode's read buffers (os, ws) for one GEMM copy.
+    """Emulate SCALE-Sim USER mode's read buffers (os, ws, is) for one GEMM copy.
 
     Memoised on what the walk depends on, since a network repeats layer shapes and an exploration
     revisits them on every design point with the same array and SRAMs.

@@ -14,6 +14,9 @@ Where it is an approximation:
 - the ifmap's duplicate copies (an im2col word that a neighbouring window holds in the active window
   hits there, so the scalar moves the window less): the run walk follows the fold's own copies only,
   and so over-counts re-reads (the surrogates' trees learn that residual);
+- the is ifmap (read row by row, not rolled out) counts im2col words off the unpadded edge as present,
+  so its sets drift from the scalar's on a layer whose windows hang over the edge (none does in the
+  layers ``surrogates.scalesim_truth`` builds);
 - im2col words off the unpadded edge are spread evenly over the roll-out (their count is exact, so the
   number of sets is); the padding of the last fold is placed exactly.
 ``benchmarks/surrogate_user_mode.py`` prints the baseline's latency error against the exact model.
@@ -52,8 +55,8 @@ class _Runs:
 
 @dataclass
 class _RowFolds:
-    """The ws filter's demand: fold i reads rows top[i] down to bottom[i], one per line from first_line[i],
-    the words of row r being base[i] + r * width[i] + (0 .. width[i] - 1), left to right."""
+    """The ws filter's (and the is ifmap's) demand: fold i reads rows top[i] down to bottom[i], one per line
+    from first_line[i], the words of row r being base[i] + r * width[i] + (0 .. width[i] - 1), left to right."""
 
     fetch_words: int
     fetch_matrix_words: int
@@ -167,7 +170,7 @@ def _rolled_runs(
 
 def _user_runs(
     gemm: LoweredGemm, rows: int, cols: int, df: str, words_if: int, words_f: int
-) -> tuple[_Runs, _Runs | _RowFolds]:
+) -> tuple[_Runs | _RowFolds, _Runs | _RowFolds]:
     """The ifmap and filter demand runs of one GEMM copy, as ``user_mode._user_operands`` lays them out."""
     g = gemm.geometry
     m_px, k_win, n_f = gemm.M, gemm.K, gemm.N
@@ -186,6 +189,18 @@ def _user_runs(
         filt = _rolled_runs(
             cf, k_win, cols, n_f - (cf - 1) * cols, k_win * n_f, p_f, order, np.arange(cf * rf) * fold_len
         )
+        return ifmap, filt
+    if df == "is":  # ws with the roles swapped: the filter is rolled out, the ifmap read row by row
+        filt = _rolled_runs(
+            rf, n_f, rows, k_win - (rf - 1) * rows, k_win * n_f, p_f, blocks, passes + blocks * fold_len + rows
+        )
+        # column fold fc, row fold fr reads window rows fr*rows .. top bottom-up, `width` pixels per line
+        fc, fr = np.repeat(np.arange(cf), rf), np.tile(np.arange(rf), cf)
+        width = np.minimum(cols, m_px - fc * cols)
+        top = np.minimum(fr * rows + rows - 1, k_win - 1)
+        line0 = (fc * rf + fr) * fold_len
+        first_line = line0 + fr * rows + rows - 1 - top
+        ifmap = _RowFolds(k_win * m_px, k_win * cols * cf, p_if, fc * k_win * cols, width, top, fr * rows, first_line)
         return ifmap, filt
     ifmap = _rolled_runs(
         rf, m_px, rows, k_win - (rf - 1) * rows, valid_if, p_if, blocks, passes + blocks * fold_len + rows
@@ -211,7 +226,7 @@ def _steps(at: int, start: int, n_sets: int, active: int, step: int) -> int:
 
 
 def _walk_rows(ws_filter: _RowFolds, n_sets: int, active: int, step: int, events: list[tuple[int, int]]) -> int:
-    """The ws filter's walk, line by line where the window moves and a whole stretch of lines at once
+    """The ws filter's (is ifmap's) walk, line by line where the window moves and a whole stretch of lines at once
     where it holds them: each line reads its row's words in ascending order, the rows go bottom-up."""
     p = ws_filter.per_set
     start, total = 0, 0
