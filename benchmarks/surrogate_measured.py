@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from hwmodels.gpu.calibrate import fit, predict_seconds, read_llmcompass, with_tuning  # noqa: E402
+from hwmodels.gpu.calibrate import OP_KINDS, fit, predict_seconds, read_llmcompass, with_tuning  # noqa: E402
 from surrogates.evaluate import accuracy  # noqa: E402
 from surrogates.ingest import FPGA_TARGETS, read_wa_hls4ml, train_measured  # noqa: E402
 from surrogates.measured import measured_dataset, read_gpu_csv, sweep_families  # noqa: E402
@@ -90,6 +90,9 @@ def gpu(source: str, kind: str, refit: bool) -> None:
         refitted = gpu_refit(rows, sweep_families(rows))
     elif refit:
         rows, families = read_gpu_csv(Path(source.split(":", 1)[1]))
+        # the calibration prices one kernel per row: attention rows (several kernels) get no refit figure
+        single = [(m, f) for m, f in zip(rows, families) if m.op in OP_KINDS]
+        rows, families = [m for m, _ in single], [f for _, f in single]
         refitted = gpu_refit(rows, families) if len({m.gpu for m in rows}) == 1 else {}
     else:
         refitted = {}
