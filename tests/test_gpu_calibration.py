@@ -16,6 +16,8 @@ from dse.errors import UserError
 from hwmodels.catalogs import gpu as gpu_catalog
 from hwmodels.catalogs.gpu_tuning import (
     CALIBRATION_JSON,
+    CONV_EFFICIENCY_DEFAULT,
+    CONV_FIXED_US_DEFAULT,
     GpuTuning,
     calibration_for,
     calibrations,
@@ -47,6 +49,11 @@ H100_GRAPH_FP16 = Path(__file__).resolve().parents[1] / "hwmodels" / "data" / "g
 
 def _catalog_arch(gpu: str = "a100_80gb"):
     return with_tuning(GpuTemplate().instantiate({"gpu": gpu, "precision": "fp16"}), default_tuning())
+
+
+def _gemm_like_convs(arch):
+    """``arch`` with convs priced as the GEMMs they lower to (no conv constants): a start no conv row fixed."""
+    return with_tuning(arch, replace(arch.tuning, conv_efficiency=1.0, conv_fixed_us=0.0))
 
 
 def _synthetic_rows(truth, noise: float, seed: int) -> list[Measurement]:
@@ -120,7 +127,7 @@ def test_fit_on_the_h100_graph_rows_is_not_worse_than_its_start() -> None:
     unmodelled conv dragged launch_us up, and host costs no graph row sees moved anyway)."""
     rows = _h100_rows()
     assert {m.kind for m in rows} == {"GEMM", "softmax", "layernorm", "GELU"} and not any(m.eager for m in rows)
-    catalog = _catalog_arch("h100_sxm")
+    catalog = _gemm_like_convs(_catalog_arch("h100_sxm"))
     start = mape_by_kind(rows, [predict_seconds(m, catalog) for m in rows])
     result = fit(rows, catalog)
     for kind in ("all", "GEMM"):
@@ -136,7 +143,7 @@ def test_fit_on_the_h100_graph_rows_is_not_worse_than_its_start() -> None:
 def test_a_conv_rows_price_uses_the_conv_constants() -> None:
     """A conv with a filter window costs its implicit GEMM at conv_efficiency plus conv_fixed_us; a 1x1 conv
     (im2col = its input) and a plain GEMM do not; the calibration sees the conv's input bytes, not im2col's."""
-    base = _catalog_arch("h100_sxm")
+    base = _gemm_like_convs(_catalog_arch("h100_sxm"))
     slow = with_tuning(base, replace(default_tuning(), conv_efficiency=0.5, conv_fixed_us=6.0))
     tile = Tile(128, 128, 32)
     kw = {"a_dram_bytes": 1e6, "b_dram_bytes": 1e6, "c_dram_bytes": 1e6}
@@ -162,7 +169,7 @@ def test_the_model_prices_a_networks_windowed_convs_with_the_conv_constants() ->
     """Through the mapper and GpuModel: 3x3/7x7 convs are marked, run without split-K, and slow down with
     conv_efficiency; 1x1 convs are plain GEMMs."""
     graph = zoo.build("resnet50", batch=8, precision="fp16")
-    base = _catalog_arch("h100_sxm")
+    base = _gemm_like_convs(_catalog_arch("h100_sxm"))
     slow = with_tuning(base, replace(default_tuning(), conv_efficiency=0.5, conv_fixed_us=6.0))
     mapping = GpuTileMapper().map(graph, base)
     convs = [o for o in graph.ops if o.kind.value == "conv" and "gemm" in mapping.ops[o.name].extra]
@@ -195,12 +202,15 @@ def test_stored_h100_constants_reproduce_the_graph_measurements() -> None:
     assert stored.cv_mape["GEMM"] < stored.uncalibrated_mape["GEMM"]
 
 
-def test_tuning_without_conv_constants_reads_as_uncalibrated_convs() -> None:
-    """Calibration files written before the conv constants existed still load (convs priced as GEMMs)."""
+def test_tuning_without_conv_constants_reads_with_the_default_conv_constants() -> None:
+    """Calibration files written before the conv constants existed still load, with the default conv constants
+    (the H100's fit, assumed where a GPU has no conv measurements)."""
     raw = default_tuning().to_dict()
     del raw["conv_efficiency"], raw["conv_fixed_us"]
     tuning = GpuTuning.from_dict(raw)
-    assert tuning == default_tuning() and tuning.conv_efficiency == 1.0 and tuning.conv_fixed_us == 0.0
+    assert tuning == default_tuning()
+    assert (tuning.conv_efficiency, tuning.conv_fixed_us) == (CONV_EFFICIENCY_DEFAULT, CONV_FIXED_US_DEFAULT)
+    assert 0.0 < CONV_EFFICIENCY_DEFAULT < 1.0 and CONV_FIXED_US_DEFAULT > 0.0  # convs are slower than GEMMs
 
 
 # ------------------------------------------------------------------------------------------ the shared A100 data

@@ -132,7 +132,7 @@ def gemm_cost(
     """Time of one implicit-GEMM kernel with threadblock ``tile``.
 
     A convolution (``gemm.conv``) runs its main loop at ``conv_efficiency`` of the GEMM rate and adds
-    ``conv_fixed_us`` of device time per call (both fitted; 1 and 0 uncalibrated).
+    ``conv_fixed_us`` of device time per call (both fitted; uncalibrated, the H100's fit, ``gpu_tuning``).
 
     Blocks are spread round-robin over the SMs, so the busiest SM runs ceil(blocks / SMs) tiles (wave
     quantization); each tile runs at the SM's share of peak times the achievable fraction and the tile's
