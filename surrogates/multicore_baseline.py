@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from dse.graph import Graph
 from mappers.base import Mapping
-from mappers.multicore.cpsat import PERIOD_SHARE, SEED_SHARE, period_schedule, seed_schedule
+from mappers.multicore.cpsat import period_schedule, period_stage_limit, seed_schedule
 from mappers.multicore.problem import Problem, build_problem
 from mappers.multicore.schedule import Schedule, to_mapping
 from templates.multicore import MulticoreArch
@@ -33,8 +33,7 @@ def closed_form_schedule(problem: Problem, objective: str, time_limit_s: float, 
     hint = balanced_schedule(problem, objective)
     if objective != "throughput":
         return hint
-    limit = time_limit_s * (1 - SEED_SHARE if problem.fusion else 1.0) * PERIOD_SHARE
-    return period_schedule(problem, hint, limit, 1, 0, gap_limit)[0]
+    return period_schedule(problem, hint, period_stage_limit(problem, time_limit_s), 1, 0, gap_limit)[0]
 
 
 @dataclass

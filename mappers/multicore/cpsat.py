@@ -163,14 +163,16 @@ def solve(
     """The best schedule CP-SAT finds within the limit (or once within ``gap_limit`` of its bound), and its
     facts (status, value, bound, gap, seconds)."""
     started = time.perf_counter()
-    seed_limit = SEED_SHARE * time_limit_s if problem.fusion else 0.0
+    seed_limit = seed_stage_limit(problem, time_limit_s)
     hint = seed_schedule(problem, objective, seed_limit, workers, seed, gap_limit)
     limit = time_limit_s - seed_limit
     fallback = hint  # what is returned when CP-SAT finds nothing in time
     if objective == "throughput":
         # the period depends on the assignment alone: solved as an assignment problem, then the makespan
         # on the full model with the period fixed (a lexicographic optimum), from the best schedule known
-        start, facts = period_schedule(problem, hint, limit * PERIOD_SHARE, workers, seed, gap_limit)
+        start, facts = period_schedule(
+            problem, hint, period_stage_limit(problem, time_limit_s), workers, seed, gap_limit
+        )
         best_period = period(problem, start.layer_core)
         built = _Model(problem, objective, start, upper=start.makespan)
         built.model.Add(built.primary <= best_period)
@@ -212,6 +214,16 @@ def solve(
         seconds=time.perf_counter() - started,
     )
     return schedule, facts
+
+
+def seed_stage_limit(problem: Problem, time_limit_s: float) -> float:
+    """The seed stage's share of the time limit: the layer-by-layer problem that seeds a fused one."""
+    return SEED_SHARE * time_limit_s if problem.fusion else 0.0
+
+
+def period_stage_limit(problem: Problem, time_limit_s: float) -> float:
+    """The throughput objective's period stage: ``PERIOD_SHARE`` of what the seed stage leaves."""
+    return (time_limit_s - seed_stage_limit(problem, time_limit_s)) * PERIOD_SHARE
 
 
 def period_schedule(
