@@ -17,7 +17,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m dse.quant.digits designs/workloads  # trains the digits MLP once (no download)
+	$(BIN)/python tools/train_digits.py designs/workloads  # trains the digits MLP once (no download)
 	$(BIN)/dse explore designs/quickstart.yaml -o runs/quickstart
 	@echo "open runs/quickstart/report.html in a browser"
 

@@ -6,7 +6,7 @@ accuracy drop is within the bound; the searched design is the per-layer grid of 
 (weight width per layer, result width per layer) at the same ReuseFactor with the fewest LUTs under the same
 bound. The third row is hls4ml's own automatic precision inference: for each default ap_fixed<W,I> of the same
 grid, ``config_from_onnx_model(granularity='name', backend='Vitis')`` with every type 'auto', converted by hls4ml,
-its resolved per-layer types read back from the ModelGraph (dse.quant.hls4ml_auto), emulated bit-exactly and
+its resolved per-layer types read back from the ModelGraph (hwmodels.accuracy.hls4ml_auto), emulated bit-exactly and
 costed by the fpga_dataflow model (weights/data at the default type, the model-level accumulator at the widest
 inferred accum_t: the cost model has one accumulator width). Prints accuracy / LUT / DSP / latency side by side
 (iso-accuracy: all meet the bound).
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -26,12 +27,19 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from dse.quant.data import compare_outputs  # noqa: E402
-from dse.quant.digits import MODEL_FILE, ensure_digits  # noqa: E402
-from dse.quant.fixed import QuantError, parse_type  # noqa: E402
-from dse.quant.hls4ml_auto import emulator_config, infer_auto_types  # noqa: E402
 from dse.session import build_evaluator  # noqa: E402
 from dse.spec import load_spec  # noqa: E402
+from hwmodels.accuracy.ap_fixed import QuantError, parse_type  # noqa: E402
+from hwmodels.accuracy.data import compare_outputs  # noqa: E402
+from hwmodels.accuracy.hls4ml_auto import emulator_config, infer_auto_types  # noqa: E402
+
+
+def ensure_digits(out_dir: Path) -> Path:
+    """The trained digits MLP and its data in ``out_dir``, written by the demo's trainer when missing."""
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "train_digits.py"), str(out_dir)], check=True, stdout=subprocess.DEVNULL
+    )
+    return out_dir
 
 
 def best(evaluator, points, bound):
@@ -102,7 +110,7 @@ def main() -> None:
     per_layer = {d.name: list(d.values) for d in grid.free if d.name.startswith("layer")}
     print(f"digits MLP, accuracy_drop <= {args.bound} on 540 held-out images, Strategy latency, io_parallel")
     print(f"{'RF':>3s}  {'design':52s} {'accuracy':>8s} {'LUT':>9s} {'DSP':>6s} {'latency':>7s}")
-    auto = hls4ml_auto_designs(folder / "workloads" / MODEL_FILE, evaluator.accuracy.prepare(), per_layer)
+    auto = hls4ml_auto_designs(folder / "workloads" / "digits_mlp.onnx", evaluator.accuracy.prepare(), per_layer)
     print(
         "hls4ml auto (config_from_onnx_model, all types 'auto', then InferPrecisionTypes): on this float model "
         "it infers only each Dense's accum_t/result_t (lossless growth); weights, biases and ReLU outputs keep the "

@@ -11,6 +11,7 @@ values differ between the emulator and the C simulation.
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -23,8 +24,15 @@ if str(ROOT) not in sys.path:
 
 from dse.cli import main as dse_main  # noqa: E402
 from dse.export import export_point  # noqa: E402
-from dse.quant.digits import ensure_digits  # noqa: E402
 from dse.spec import load_spec  # noqa: E402
+
+
+def ensure_digits(out_dir: Path) -> Path:
+    """The trained digits MLP and its data in ``out_dir``, written by the demo's trainer when missing."""
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "train_digits.py"), str(out_dir)], check=True, stdout=subprocess.DEVNULL
+    )
+    return out_dir
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ whole evaluator (mapper + FPGA model + accuracy) in 1 process and in 2 worker pr
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,9 +21,17 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from dse.quant.digits import ensure_digits  # noqa: E402
 from dse.session import build_evaluator  # noqa: E402
 from dse.spec import load_spec  # noqa: E402
+
+
+def ensure_digits(out_dir: Path) -> Path:
+    """The trained digits MLP and its data in ``out_dir``, written by the demo's trainer when missing."""
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "train_digits.py"), str(out_dir)], check=True, stdout=subprocess.DEVNULL
+    )
+    return out_dir
+
 
 _EVALUATOR = None
 

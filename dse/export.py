@@ -17,34 +17,21 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from dse.finish import atomic_write
 from dse.graph import Graph
-from dse.quant.accuracy import csim_accuracy
-from dse.quant.data import output_agreement
-from dse.quant.hls_network import (
-    WEIGHT_SEED,
-    ExportError,
-    hls_config,
-    layer_list,
-    model_weights,
-    reference,
-)
+from dse.hls4ml_project import build_model, csim_accuracy, csim_check, hls_config
 from dse.rundir import STORE_FILE, open_run, open_store
 from dse.session import build_evaluator
+from hwmodels.accuracy.hls_network import WEIGHT_SEED, ExportError, layer_list, model_weights
 from hwmodels.catalogs.fpga import HLS_REPORT_KEYS
 
 BACKENDS = ("Vitis", "Vivado", "Catapult", "Quartus")
 PROJECT_DIR = "hls4ml_prj"
 REPORT_FILE = "export_report.json"
-INPUT_SEED = 1
-CSIM_SAMPLES = 32
 SYNTH_COMMANDS = {
     "Vitis": 'vitis_hls -f build_prj.tcl "csim=0 synth=1 cosim=0 export=0 vsynth=1"',
     "Vivado": 'vivado_hls -f build_prj.tcl "csim=0 synth=1 cosim=0 export=0 vsynth=1"',
@@ -161,7 +148,7 @@ def _write_project(design, config, layers, plan, out: Path, run_dir: Path, backe
     each atomically, so a complete export_report.json means a complete project."""
     if not (out / PROJECT_DIR).resolve().is_relative_to(out.resolve()):
         raise ExportError(f"{out / PROJECT_DIR} leads outside {out}; give a plain folder", where="-o")
-    model = _build(config, layers)
+    model = build_model(config, layers)
     model.write()
     report: dict[str, Any] = {
         "run_dir": str(Path(run_dir).resolve()),
@@ -178,42 +165,12 @@ def _write_project(design, config, layers, plan, out: Path, run_dir: Path, backe
         "notes": _notes(design),
     }
     if csim:
-        report["csim"] = _csim(model, plan, design)
+        report["csim"] = csim_check(model, plan)
         report["csim"].update(csim_accuracy(model, design, config))  # on workload.data, if any
     readme = _readme(report, design)
     atomic_write(out / "README.md", lambda path: path.write_text(readme))
     atomic_write(out / REPORT_FILE, lambda path: path.write_text(json.dumps(report, indent=2, default=str)))
     return report
-
-
-def _build(config: dict[str, Any], layers: list[dict[str, Any]]):
-    from hls4ml.model.graph import ModelGraph
-
-    try:
-        return ModelGraph.from_layer_list(config, layers)
-    except Exception as exc:  # hls4ml raises bare Exceptions for unsupported configurations
-        raise ExportError(f"hls4ml could not build the model: {type(exc).__name__}: {exc}") from exc
-
-
-def _csim(model, plan, design: Design) -> dict[str, Any]:
-    """Compile the C simulation (g++) and compare it with the float reference on seeded inputs."""
-    in_shape, steps = plan
-    rng = np.random.default_rng(INPUT_SEED)
-    x = rng.uniform(-1.0, 1.0, size=(CSIM_SAMPLES, *in_shape)).astype(np.float32)
-    started = time.perf_counter()
-    try:
-        model.compile()
-    except Exception as exc:
-        raise ExportError(f"the hls4ml C simulation library did not build: {type(exc).__name__}: {exc}") from exc
-    compile_s = time.perf_counter() - started
-    y = np.asarray(model.predict(np.ascontiguousarray(x.reshape(CSIM_SAMPLES, -1)))).reshape(CSIM_SAMPLES, -1)
-    ref = np.stack([reference(sample, steps) for sample in x])
-    return {
-        "samples": CSIM_SAMPLES,
-        "input_seed": INPUT_SEED,
-        "compile_s": round(compile_s, 2),
-        **output_agreement(y, ref),
-    }
 
 
 # ---------------------------------------------------------------------------------------------- README / notes

@@ -1,6 +1,6 @@
 """Which hardware families exist, by name: the only family table.
 
-A template kind maps to its Template, its mappers (the first is the default) and its HwModel.
+A template kind maps to its Template, its mappers (the first is the default), its HwModel and its accuracy model.
 Nothing else registers a family; the explorer, the spec and every command look families up here,
 so adding one is one entry below. The mappers' options (``template.mapper_options`` in a spec) are
 their dataclass fields, checked here with one clear message.
@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dse.errors import UserError
+from hwmodels.accuracy.base import AccuracyFactory
+from hwmodels.accuracy.fpga_accuracy import FpgaAccuracy
+from hwmodels.accuracy.precision_accuracy import PrecisionAccuracy
 from hwmodels.base import HwModel
 from hwmodels.fpga.model import FpgaDataflowModel
 from hwmodels.gpu.model import GpuModel
@@ -44,6 +47,9 @@ class Family:
     template: Callable[[], Template]
     mappers: dict[str, Callable[..., Mapper]]  # first entry is the default
     hwmodel: Callable[[], HwModel]
+    # the accuracy model of a point's number formats on workload.data (graph, data path -> model); None: no
+    # accuracy metrics for this family
+    accuracy: AccuracyFactory | None = None
     doc: str = ""
 
     @property
@@ -59,30 +65,35 @@ FAMILIES: dict[str, Family] = {
         # are chosen with template.mapper in a spec.
         mappers={"fold": SystolicFoldMapper, "cpsat": CpSatMapper, "greedy": GreedyMapper},
         hwmodel=SystolicModel,
+        accuracy=PrecisionAccuracy.of_graph,  # the template's `precision` applied to the ONNX model
         doc="systolic array (ws/os/is), SCALE-Sim-validated",
     ),
     "fpga_dataflow": Family(
         template=FpgaDataflowTemplate,
         mappers={"hls4ml": FpgaDataflowMapper},
         hwmodel=FpgaDataflowModel,
+        accuracy=FpgaAccuracy,  # the hls4ml network emulated bit for bit at each layer's precision
         doc="hls4ml-style FPGA layer pipeline",
     ),
     "gpu": Family(
         template=GpuTemplate,
         mappers={"tile": GpuTileMapper},
         hwmodel=GpuModel,
+        accuracy=PrecisionAccuracy.of_graph,
         doc="GPU: catalog parts or custom, threadblock tiling",
     ),
     "rdu": Family(
         template=RduTemplate,
         mappers={"sections": RduSectionMapper, "unfused": RduUnfusedMapper},
         hwmodel=RduModel,
+        accuracy=PrecisionAccuracy.of_graph,
         doc="reconfigurable dataflow unit: PCUs/PMUs, SRAM/HBM/DDR, fused sections",
     ),
     "multicore": Family(
         template=MulticoreTemplate,
         mappers={"multicore": MulticoreCpSatMapper, "greedy": MulticoreGreedyMapper},
         hwmodel=MulticoreModel,
+        accuracy=PrecisionAccuracy.of_graph,
         doc="heterogeneous systolic cores on a bus/mesh with shared DRAM; CP-SAT layer/tile scheduling",
     ),
 }

@@ -14,8 +14,6 @@ import yaml
 from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.graph import Graph, GraphError, merge_graphs
-from dse.quant.accuracy import FpgaAccuracy
-from dse.quant.precision import PrecisionAccuracy
 from dse.space import MAX_MAGNITUDE, DesignSpace, Dimension
 from dse.spec import Spec
 from dse.workload import load_workload
@@ -45,19 +43,20 @@ def build_graph(spec: Spec) -> Graph:
 def build_evaluator(spec: Spec) -> tuple[Graph, PointEvaluator]:
     """The spec's workload graph and a PointEvaluator for its template (fixed params and mapper options merged in)."""
     graph = build_graph(spec)
-    evaluator = PointEvaluator(
-        graph, spec.template.kind, spec.template.mapper, spec.fixed_params(), dict(spec.template.mapper_options)
-    )
     data = spec.workload.data_path
-    if data is not None:  # accuracy metrics: data, weights and float baseline checked here, once (a bad file exits 2)
-        if spec.template.kind == "fpga_dataflow":
-            evaluator.accuracy = FpgaAccuracy(graph, str(data))
-        else:  # the template's `precision` applied to the ONNX model
-            evaluator.accuracy = PrecisionAccuracy(str(graph.meta["source"]), str(data))
+    evaluator = PointEvaluator(
+        graph,
+        spec.template.kind,
+        spec.template.mapper,
+        spec.fixed_params(),
+        dict(spec.template.mapper_options),
+        data=None if data is None else str(data),
+    )
+    if evaluator.accuracy is not None:  # data, weights and float baseline checked here, once (a bad file exits 2)
         try:
             evaluator.accuracy.prepare()
         except UserError as exc:
-            raise UserError(exc.message, spec.locate("workload.data")) from None
+            raise spec.error("workload.data", exc.message) from None
     return graph, evaluator
 
 

@@ -44,7 +44,7 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "ff_util": ("fraction", "min", "flip-flops used / available on the target part"),
     "bram_util": ("fraction", "min", "BRAM18K used / available on the target part"),
     "fpga_util": ("fraction", "min", "largest of the DSP/LUT/FF/BRAM utilisations (constrain it to fit the part)"),
-    # accuracy of the quantized network on workload.data (dse.quant; needs a trained .onnx model)
+    # accuracy of the quantized network on workload.data (hwmodels.accuracy; needs a trained .onnx model)
     "accuracy": ("fraction", "max", "top-1 accuracy (R^2 for regression) of the quantized network on workload.data"),
     "accuracy_drop": ("fraction", "min", "float network's accuracy minus the quantized network's"),
     "argmax_agreement": ("fraction", "max", "share of samples whose quantized argmax equals the float network's"),

@@ -29,6 +29,10 @@ LAYERS: list[tuple[str, int]] = [
     (r"hwmodels\.catalogs(\..*)?$", 0),
     (r"templates\..*", 1),
     (r"hwmodels\.base$", 4),
+    # accuracy models (number formats, the hls4ml emulator, the numpy ONNX runner, the data file) are hardware
+    # models of their own kind: (arch, mapping) -> metrics, built by the evaluator from the family table; they sit
+    # beside the cost-based models, above the mappers whose mappings they read, and no mapper needs them
+    (r"hwmodels\.accuracy(\..*)?$", 4),
     (r"hwmodels\.\w+\.(model|calibrate)$", 4),
     (r"hwmodels\..*", 2),  # cost models: what mappers query
     (r"mappers\..*", 3),
@@ -212,4 +216,5 @@ def test_the_checker_sees_what_it_must():
     rows = imports()
     assert any(m == "dse.registry" and t.startswith("templates.") for m, t, *_ in rows)
     assert layer_of("hwmodels.systolic.model") == 4 and layer_of("hwmodels.systolic.pricing") == 2
+    assert layer_of("hwmodels.accuracy") == 4 and layer_of("hwmodels.accuracy.hls_emulator") == 4
     assert layer_of("dse.cli") == 7 and layer_of("dse.report.figures") == 6

@@ -1,20 +1,25 @@
-"""dse.quant: ap_fixed arithmetic, the hls4ml emulator against hls4ml's own g++ C simulation, accuracy metrics."""
+"""hwmodels.accuracy on fpga_dataflow: ap_fixed arithmetic, the hls4ml emulator against hls4ml's own g++ C
+simulation, accuracy metrics, ``dse export --csim`` on the digits design."""
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import io
 import json
+import shutil
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from dse.cli import main
-from dse.quant.csim import csim_outputs
-from dse.quant.digits import write_digits
-from dse.quant.fixed import OVERFLOWS, ROUNDINGS, FixedType, from_float, parse_type, requantize
-from dse.quant.fpga import HlsEmulator
+from hwmodels.accuracy.ap_fixed import OVERFLOWS, ROUNDINGS, FixedType, from_float, parse_type, requantize
+from hwmodels.accuracy.hls4ml_auto import infer_auto_types
+from hwmodels.accuracy.hls_emulator import HlsEmulator
 
 RNG = np.random.default_rng(7)
 
@@ -348,6 +353,21 @@ DEFAULT_CASES = ("mlp_sigmoid_rnd_sat_stream", "conv_pool_w8_overrides", "mlp_so
 SAMPLES = 128
 
 
+def csim_outputs(config: dict[str, Any], layers: list[dict[str, Any]], x: np.ndarray, output_dir: Path) -> np.ndarray:
+    """hls4ml's own C simulation of ``layers`` under ``config``: the project built in ``output_dir``, compiled with
+    g++, predicting ``x`` (the reference the emulator must equal)."""
+    from hls4ml.model.graph import ModelGraph
+
+    config = {**copy.deepcopy(config), "OutputDir": str(output_dir)}
+    with contextlib.redirect_stdout(io.StringIO()):
+        model = ModelGraph.from_layer_list(config, copy.deepcopy(layers))
+        model.compile()
+    flat = np.ascontiguousarray(np.asarray(x, dtype=np.float32).reshape(x.shape[0], -1))
+    with contextlib.redirect_stdout(io.StringIO()):
+        y = model.predict(flat)
+    return np.asarray(y, dtype=np.float64).reshape(x.shape[0], -1)
+
+
 def _inputs(layers: list[dict]) -> np.ndarray:
     shape = layers[0]["input_shape"]
     return np.random.default_rng(11).uniform(-2.5, 2.5, (SAMPLES, *shape)).astype(np.float32)
@@ -389,9 +409,9 @@ def test_cache_reuses_layer_prefixes() -> None:
 
 
 @pytest.fixture(scope="module")
-def digits_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def digits_dir(tmp_path_factory: pytest.TempPathFactory, digits_workloads: Path) -> Path:
     folder = tmp_path_factory.mktemp("digits")
-    write_digits(folder / "workloads")
+    shutil.copytree(digits_workloads, folder / "workloads")
     spec = (Path(__file__).parent.parent / "designs" / "digits_mlp_fpga.yaml").read_text()
     (folder / "spec.yaml").write_text(spec.replace("budget: 600", "budget: 120"))
     return folder
@@ -454,13 +474,9 @@ def test_accuracy_needs_a_trained_model_and_data(digits_dir: Path, capsys) -> No
     assert "accuracy needs workload.data" in capsys.readouterr().err
 
 
-def test_hls4ml_auto_types_are_hls4ml_lossless_growth(tmp_path):
+def test_hls4ml_auto_types_are_hls4ml_lossless_growth(digits_workloads: Path) -> None:
     """hls4ml's own 'auto' inference on the digits MLP: Dense accum = W_w + W_in + ceil(log2 n_in) + 1 bits."""
-    from dse.quant.digits import MODEL_FILE, ensure_digits
-    from dse.quant.hls4ml_auto import infer_auto_types
-
-    ensure_digits(tmp_path)
-    auto = infer_auto_types(tmp_path / MODEL_FILE, "fixed<10,4>")
+    auto = infer_auto_types(digits_workloads / "digits_mlp.onnx", "fixed<10,4>")
     dense = [a for a in auto if a.class_name == "Dense"]
     assert [a.onnx_name for a in dense] == ["fc1", "fc2", "fc3"]
     assert [a.types["accum"] for a in dense] == ["ap_fixed<27,15>", "ap_fixed<26,14>", "ap_fixed<25,13>"]

@@ -1,8 +1,10 @@
-"""dse.quant.precision: number-format rounding against torch, int8/int4 inference against an independent torch
-fake-quant computation, the numpy ONNX runner against onnxruntime, and accuracy on systolic points."""
+"""hwmodels.accuracy.precision_accuracy: number-format rounding against torch, int8/int4 inference against an
+independent torch fake-quant computation, the numpy ONNX runner against onnxruntime, and accuracy on systolic
+points."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -10,13 +12,12 @@ import pandas as pd
 import pytest
 
 from dse.cli import main
-from dse.quant.digits import write_digits
-from dse.quant.fixed import QuantError
-from dse.quant.formats import NumberFormat, round_float
-from dse.quant.onnx_net import OnnxNet
-from dse.quant.precision import FormatQuantizer, PrecisionAccuracy, calibration_split
 from dse.session import build_evaluator
 from dse.spec import load_spec
+from hwmodels.accuracy.ap_fixed import QuantError
+from hwmodels.accuracy.number_formats import NumberFormat, round_float
+from hwmodels.accuracy.onnx_runner import OnnxNet
+from hwmodels.accuracy.precision_accuracy import FormatQuantizer, PrecisionAccuracy, calibration_split
 
 torch = pytest.importorskip("torch")
 RNG = np.random.default_rng(3)
@@ -175,9 +176,9 @@ def test_unsupported_op_is_named(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def digits(tmp_path_factory: pytest.TempPathFactory, digits_workloads: Path) -> Path:
     folder = tmp_path_factory.mktemp("digits_sys")
-    write_digits(folder / "workloads")
+    shutil.copytree(digits_workloads, folder / "workloads")
     spec = (Path(__file__).parent.parent / "designs" / "digits_mlp_systolic.yaml").read_text()
     (folder / "spec.yaml").write_text(spec.replace("rows: [4, 8, 16, 32, 64]", "rows: [8, 32]"))
     return folder

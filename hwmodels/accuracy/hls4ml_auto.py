@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dse.quant.fixed import QuantError
+from hwmodels.accuracy.ap_fixed import QuantError
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def qonnx_form(model):
 
 
 def ap_type(precision) -> str:
-    """An hls4ml precision object -> the ``ap_fixed`` string dse.quant parses (modes kept when not TRN/WRAP)."""
+    """An hls4ml precision object -> the ``ap_fixed`` string ``parse_type`` reads (modes kept when not TRN/WRAP)."""
     text = precision.definition_cpp()
     if not text.startswith(("ap_fixed", "ap_ufixed", "ap_int", "ap_uint")):
         raise QuantError(f"hls4ml inferred {text!r}, which is not an ap_fixed/ap_int type")

@@ -1,8 +1,10 @@
-"""The hls4ml network of an fpga_dataflow design, as ``dse export`` writes it and the emulator reads it.
+"""The hls4ml network an fpga_dataflow design implies, as ``dse export`` writes it and the emulator reads it.
 
 One place for what both need: the weights (ONNX initializers, or a seeded generator for zoo models), the
-channels-last hls4ml layer list with its float-reference steps, and the ``HLSConfig`` with an explicit
-precision for every layer. ``design`` is anything with ``graph``, ``arch`` and ``mapping`` attributes.
+channels-last hls4ml layer list with its float-reference steps, and the design's own part of hls4ml's config
+(``hls_types``: IOType and the ``HLSConfig`` with an explicit precision for every layer). The project settings
+around it (backend, part, clock, output folder) are ``dse.hls4ml_project``'s. ``design`` is anything with
+``graph``, ``arch`` and ``mapping`` attributes.
 """
 
 from __future__ import annotations
@@ -17,9 +19,7 @@ import numpy as np
 
 from dse.errors import UserError
 from dse.graph import Graph, OpKind
-from hwmodels.catalogs.fpga import get_part
 
-PROJECT_NAME = "myproject"
 WEIGHT_SEED = 0
 
 
@@ -35,8 +35,11 @@ class ExportError(UserError):
     """The point cannot be exported, or the exported project does not build; the message says why."""
 
 
-def hls_config(design: NetworkDesign, backend: str, output_dir: Path) -> dict[str, Any]:
-    """hls4ml's config dict: model-level knobs plus an explicit entry for every layer."""
+def hls_types(design: NetworkDesign) -> dict[str, Any]:
+    """hls4ml's IOType and HLSConfig for the design: model-level knobs plus an explicit entry for every layer.
+
+    Everything of the config the C simulation's numbers depend on (the emulator reads it as it is);
+    ``dse.hls4ml_project.hls_config`` adds the project settings around it."""
 
     arch = design.arch
     layer_config: dict[str, Any] = {}
@@ -66,11 +69,6 @@ def hls_config(design: NetworkDesign, backend: str, output_dir: Path) -> dict[st
                 entry["Strategy"] = "Stable"
             layer_config[name] = entry
     return {
-        "Backend": backend,
-        "OutputDir": str(output_dir),
-        "ProjectName": PROJECT_NAME,
-        "Part": get_part(arch.part).hls_part,
-        "ClockPeriod": arch.clock_period_ns,
         "IOType": arch.io_type,
         "HLSConfig": {
             "Model": {

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from dse.quant.fixed import FixedType, QuantError, from_float, parse_type, requantize
-from dse.quant.tables import libm
+from hwmodels.accuracy.ap_fixed import FixedType, QuantError, from_float, parse_type, requantize
+from hwmodels.accuracy.hls_tables import libm
 
 SOFTMAX_TABLE_TYPE = FixedType(18, 8, True, "AP_RND", "AP_SAT")
 SOFTMAX_TABLE_SIZE = 1024

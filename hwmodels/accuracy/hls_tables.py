@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from dse.quant.fixed import FixedType, QuantError, from_float, trunc_to_int
+from hwmodels.accuracy.ap_fixed import FixedType, QuantError, from_float, trunc_to_int
 
 DEFAULT_TABLE_SIZE = 1024
 DEFAULT_TABLE_TYPE = FixedType(18, 8)

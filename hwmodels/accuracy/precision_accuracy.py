@@ -1,8 +1,8 @@
 """Accuracy metrics of systolic / multicore / RDU / GPU points: the ONNX model run at the point's ``precision``.
 
-``PrecisionAccuracy`` is the ``PointEvaluator.accuracy`` hook of every template with a ``precision`` parameter.
-It runs the model (``dse.quant.onnx_net``) with each Gemm/MatMul/Conv rounding its operands to the format
-(``dse.quant.formats``):
+``PrecisionAccuracy`` is the accuracy model of every family with a ``precision`` parameter (``Family.accuracy``).
+It runs the model (``hwmodels.accuracy.onnx_runner``) with each Gemm/MatMul/Conv rounding its operands to the
+format (``hwmodels.accuracy.number_formats``):
 
 * integers (int4/int8/int16/int32): weights symmetric per output channel (max |w| / qmax); activations
   symmetric per tensor, the scale calibrated as max |x| / qmax over a calibration split of the data (a seeded
@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from dse.quant.data import DataError, Dataset, accuracy, compare_outputs, load_dataset
-from dse.quant.fixed import QuantError
-from dse.quant.formats import NumberFormat, quantize_weight
-from dse.quant.onnx_net import OnnxNet
+from dse.graph import Graph
+from hwmodels.accuracy.ap_fixed import QuantError
+from hwmodels.accuracy.data import DataError, Dataset, accuracy, compare_outputs, load_dataset
+from hwmodels.accuracy.number_formats import NumberFormat, quantize_weight
+from hwmodels.accuracy.onnx_runner import OnnxNet
 
 CALIBRATION_SAMPLES = 512
 CALIBRATION_SEED = 0
@@ -36,7 +37,7 @@ ACCUMULATOR_BITS = {"int4": 32, "int8": 32, "int16": 64, "int32": 64}
 
 @dataclass
 class FormatQuantizer:
-    """A ``Quantizer`` (dse.quant.onnx_net) for one number format and one set of calibrated activation ranges."""
+    """A ``Quantizer`` (``onnx_runner``) for one number format and one set of calibrated activation ranges."""
 
     fmt: NumberFormat
     amax: dict[str, float]
@@ -124,6 +125,11 @@ class PrecisionAccuracy:
 
     model_path: str
     data_path: str
+
+    @classmethod
+    def of_graph(cls, graph: Graph, data_path: str) -> PrecisionAccuracy:
+        """The accuracy model of ``graph``'s ONNX model (the file it was imported from) on ``data_path``."""
+        return cls(str(graph.meta["source"]), str(data_path))
 
     def __post_init__(self) -> None:
         self._prepared: PreparedModel | None = None

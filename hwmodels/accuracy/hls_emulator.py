@@ -1,10 +1,10 @@
 """Bit-accurate emulation of an hls4ml network's C simulation, vectorised over the samples.
 
-Reads the same hls4ml layer list and ``HLSConfig`` that ``dse export`` writes (``dse.quant.hls_network``) and
+Reads the same hls4ml layer list and ``HLSConfig`` that ``dse export`` writes (``hwmodels.accuracy.hls_network``) and
 follows hls4ml 1.3's nnet_utils kernels: the input is converted from float to the model precision; a Dense or
 Conv layer forms every product ``data * weight`` at full precision, assigns it to ``accum_t``, starts the
 accumulator at ``(accum_t) bias`` and adds the products in order (``acc += mult``), then casts to ``result_t``;
-ReLU keeps positives; sigmoid/tanh read hls4ml's tables (``dse.quant.tables``); max pooling takes the window
+ReLU keeps positives; sigmoid/tanh read hls4ml's tables (``hwmodels.accuracy.hls_tables``); max pooling takes the window
 maximum; BatchNorm is ``data * scale + bias``. Weights and biases are the values hls4ml's C code reads: the
 float written with ``{:.Ff}`` (F = the type's fractional bits) by its writer, parsed as a double, assigned to
 the type. Per-layer outputs are cached by the precisions that produced them, so design points that share a
@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from dse.quant.fixed import FixedType, QuantError, from_float, parse_type, requantize, shift_right, to_float
-from dse.quant.fpga_softmax import average_pool, softmax, softmax_types
-from dse.quant.tables import DEFAULT_TABLE_SIZE, DEFAULT_TABLE_TYPE, lookup, table
+from hwmodels.accuracy.ap_fixed import FixedType, QuantError, from_float, parse_type, requantize, shift_right, to_float
+from hwmodels.accuracy.hls_softmax import average_pool, softmax, softmax_types
+from hwmodels.accuracy.hls_tables import DEFAULT_TABLE_SIZE, DEFAULT_TABLE_TYPE, lookup, table
 
 CHUNK_ELEMENTS = 1 << 22  # products formed at once when each must be rounded on its own
 CACHE_BYTES = 256 << 20

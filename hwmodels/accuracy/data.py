@@ -16,10 +16,8 @@ import numpy as np
 
 from dse.errors import UserError
 
+# what every accuracy model reports (which families have one: ``Family.accuracy`` in dse.registry)
 ACCURACY_METRICS = ("accuracy", "accuracy_drop", "argmax_agreement", "max_abs_error")
-# templates whose points get the accuracy metrics: fpga_dataflow by the hls4ml emulator (dse.quant.fpga), the
-# others by their ``precision`` (dse.quant.precision)
-ACCURACY_TEMPLATES = ("fpga_dataflow", "systolic", "multicore", "gpu", "rdu")
 
 
 class DataError(UserError):

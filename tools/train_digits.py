@@ -1,10 +1,12 @@
 """A trained example without downloads: an MLP on scikit-learn's bundled ``load_digits``, written as ONNX.
 
-``python -m dse.quant.digits designs/workloads`` (``make demo`` runs it) writes ``digits_mlp.onnx`` (64-32-16-10,
+``python tools/train_digits.py [OUT_DIR]`` (``make demo`` runs it; OUT_DIR defaults to the repository's
+``designs/workloads``, where the files are also checked in) writes ``digits_mlp.onnx`` (64-32-16-10,
 ReLU, logits out: Gemm/Relu nodes fc1, relu1, fc2, relu2, fc3), ``digits_val.npz`` (the 30 % held out from
 training: ``designs/digits_mlp_fpga.yaml`` measures accuracy on it) and ``digits_all.npz`` (all 1,797 images,
 for the throughput benchmark). Inputs are the 8x8 pixel intensities / 16, in [0, 1]. Deterministic: the
-split and the training are seeded.
+split and the training are seeded. A script, not part of the library: it imports nothing of dse, and tests and
+benchmarks run it as a subprocess.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+DEFAULT_OUT = Path(__file__).resolve().parent.parent / "designs" / "workloads"
 HIDDEN = (32, 16)
 SEED = 0
 TRAIN_FRACTION = 0.7
@@ -65,6 +68,8 @@ def to_onnx(model, n_inputs: int):
         [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, layers[-1][0].shape[1]])],
         inits,
     )
+    # the producer keeps the trainer's old module name: the file's bytes (and the run fingerprints that hash
+    # them) stay those of the checked-in model
     model_proto = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="dse.quant.digits"
     )
@@ -89,17 +94,9 @@ def write_digits(out_dir: Path) -> dict[str, float]:
     return {"train": float(model.score(x[train_idx], y[train_idx])), "val": float(model.score(x[val_idx], y[val_idx]))}
 
 
-def ensure_digits(out_dir: Path) -> Path:
-    """The folder with the three files, written only when one is missing."""
-    out_dir = Path(out_dir)
-    if not all((out_dir / f).is_file() for f in (MODEL_FILE, VAL_FILE, ALL_FILE)):
-        write_digits(out_dir)
-    return out_dir
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out_dir", type=Path, nargs="?", default=Path("designs/workloads"))
+    parser.add_argument("out_dir", type=Path, nargs="?", default=DEFAULT_OUT)
     parser.add_argument("--force", action="store_true", help="retrain even when the files exist")
     args = parser.parse_args(argv)
     if args.force or not all((args.out_dir / f).is_file() for f in (MODEL_FILE, VAL_FILE, ALL_FILE)):

@@ -1,9 +1,10 @@
-"""Accuracy metrics of a design point: its quantized network run on the workload's data.
+"""Accuracy metrics of fpga_dataflow points: the quantized hls4ml network run on the workload's data.
 
-``FpgaAccuracy`` is the hook ``PointEvaluator`` calls with each point's arch and mapping: it builds the hls4ml
-config exactly as ``dse export`` writes it, emulates it bit for bit (``dse.quant.fpga``) and compares with the
-float network. The data, weights and float outputs are prepared once per process; quantized per-layer outputs
-and finished metrics are cached by the precisions that decide them (ReuseFactor, Strategy and IOType do not).
+``FpgaAccuracy`` is the family's accuracy model, built by ``PointEvaluator`` and called with each point's arch
+and mapping: it derives the hls4ml types exactly as ``dse export`` writes them, emulates the network bit for bit
+(``hwmodels.accuracy.hls_emulator``) and compares with the float network. The data, weights and float outputs
+are prepared once per process; quantized per-layer outputs and finished metrics are cached by the precisions
+that decide them (ReuseFactor, Strategy and IOType do not).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from dse.graph import Graph
-from dse.quant.data import DataError, Dataset, accuracy, compare_outputs, load_dataset
-from dse.quant.fpga import HlsEmulator, float_forward
-from dse.quant.hls_network import hls_config, layer_list, model_weights
+from hwmodels.accuracy.data import DataError, Dataset, accuracy, compare_outputs, load_dataset
+from hwmodels.accuracy.hls_emulator import HlsEmulator, float_forward
+from hwmodels.accuracy.hls_network import hls_types, layer_list, model_weights
 
 METRICS_CACHE = 65536
 
@@ -95,8 +96,8 @@ class FpgaAccuracy:
         return self._prepared
 
     def config(self, arch: Any, mapping: Any) -> dict[str, Any]:
-        """The hls4ml config ``dse export`` writes for this point."""
-        return hls_config(PointDesign(self.graph, arch, mapping), "Vitis", Path("."))
+        """The hls4ml types ``dse export`` writes for this point (its IOType and HLSConfig)."""
+        return hls_types(PointDesign(self.graph, arch, mapping))
 
     def __call__(self, arch: Any, mapping: Any) -> dict[str, float]:
         prepared = self.prepared
@@ -108,24 +109,3 @@ class FpgaAccuracy:
             if len(self._metrics) > METRICS_CACHE:
                 self._metrics.popitem(last=False)
         return dict(self._metrics[key])
-
-
-def csim_accuracy(model: Any, design: Any, config: dict[str, Any]) -> dict[str, Any]:
-    """``csim.accuracy`` of ``dse export --csim``: the compiled hls4ml model (``model``) on the spec's data, with
-    the emulator's outputs for the same config checked value by value against it."""
-    data_path = design.spec.workload.data_path
-    if data_path is None:
-        seeded = not str(design.graph.meta.get("source", "")).endswith(".onnx")
-        why = "the weights are seeded (a zoo model, not a trained one)" if seeded else "the spec gives no workload.data"
-        return {"accuracy": None, "accuracy_note": f"not meaningful: {why}"}
-    prepared = prepare(design.graph, data_path)
-    flat = np.ascontiguousarray(prepared.x.reshape(prepared.x.shape[0], -1))
-    out = np.asarray(model.predict(flat), dtype=np.float64).reshape(flat.shape[0], -1)
-    emulated = prepared.emulator.run(prepared.x, config).value()
-    return {
-        "accuracy": accuracy(out, prepared.data),
-        "accuracy_samples": int(flat.shape[0]),
-        "float_accuracy": prepared.float_accuracy,
-        "emulator_accuracy": accuracy(emulated, prepared.data),
-        "emulator_mismatches": int(np.sum(emulated != out)),
-    }

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dse.quant.fixed import QuantError
+from hwmodels.accuracy.ap_fixed import QuantError
 
 INT_BITS = {"int4": 4, "int8": 8, "int16": 16, "int32": 32}
 # name -> (exponent bits, explicit mantissa bits) of the generic float rounding

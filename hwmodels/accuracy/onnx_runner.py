@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dse.quant.fixed import QuantError
+from hwmodels.accuracy.ap_fixed import QuantError
 
 GEMM_OPS = ("Gemm", "MatMul", "Conv")
 UNARY = {
