@@ -42,11 +42,13 @@ def build_graph(spec: Spec) -> Graph:
         raise UserError(f"{msg}" + (f" (node {node!r})" if node and node not in str(msg) else ""), where) from None
 
 
-def build_evaluator(spec: Spec) -> tuple[Graph, PointEvaluator]:
-    """The spec's workload graph and a PointEvaluator for its template (fixed params and mapper options merged in)."""
+def build_evaluator(spec: Spec, space: DesignSpace | None = None) -> tuple[Graph, PointEvaluator]:
+    """The spec's workload graph and a PointEvaluator for its template (fixed params and mapper options merged in).
+
+    ``space``: the spec's design space when the caller built it already (``dse.evaluators.prepare_run``)."""
     graph = build_graph(spec)
     evaluator = PointEvaluator(
-        graph, spec.template.kind, spec.template.mapper, spec.fixed_params(), dict(spec.template.mapper_options)
+        graph, spec.template.kind, spec.template.mapper, spec.fixed_params(space), dict(spec.template.mapper_options)
     )
     data = spec.workload.data_path
     if data is not None:  # accuracy metrics: data, weights and float baseline checked here, once (a bad file exits 2)

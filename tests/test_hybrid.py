@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dse.evaluators import make_evaluation
 from dse.explore import explore
 from dse.session import build_evaluator
 from dse.spec import parse_spec
 from hwmodels.base import Metrics
 from surrogates.dataset import WorkloadSpec
-from surrogates.hybrid import wrap_evaluator
 from surrogates.layer_dataset import build_layer_dataset
 from surrogates.op_contract import DESIGN_METRICS, LayerSurrogate
 from surrogates.screening_basis import (
@@ -83,7 +83,7 @@ def test_hybrid_screens_a_cpsat_space_by_layer(tmp_path: Path):
     spec = parse_spec(text, tmp_path / "spec.yaml")
     assert screens_by_layer("systolic", "cpsat") and not screens_by_layer("systolic", "fold")
     graph, exact = build_evaluator(spec)
-    result = explore(spec, tmp_path / "run", wrap_evaluator(spec, graph, exact), workers=1, progress=False)
+    result = explore(spec, tmp_path / "run", make_evaluation(spec, graph, exact), workers=1, progress=False)
     points = result.points
     assert points["exact"].astype(bool).sum() == 8  # the cap: max(initial_min, 20 % of 36)
     assert points.loc[points["pareto"], "exact"].astype(bool).all()

@@ -13,8 +13,9 @@ from typing import Any
 
 from dse import registry, zoo
 from dse.errors import UserError
+from dse.evaluator_options import parse_evaluator_options
 from dse.graph import PRECISION_BYTES
-from dse.quant.data import ACCURACY_METRICS, ACCURACY_TEMPLATES, DataError, load_dataset
+from dse.quant.data import ACCURACY_METRICS, ACCURACY_TEMPLATES
 from dse.space import SCALAR_TYPES, SpaceError, dimension_from_spec
 from dse.spec.messages import Loc, describe, parse_field_path
 from dse.spec.schema import MODEL_FILE_SUFFIXES, ONNX_SYMBOLIC_DIMS, Spec, implied_params, parse_objective
@@ -69,6 +70,7 @@ def check_semantics(spec: Spec) -> list[tuple[Loc, str]]:
         problems.append((("tech",), tech_problem))
     _check_search(spec, problems)
     _check_surrogate(spec, problems)
+    _check_evaluator_options(spec, problems)
     _check_objectives(spec, problems)
     _check_constraints(spec, problems)
     seen: set[str] = set()
@@ -155,7 +157,10 @@ ARCH_PRECISION_KINDS = ("systolic", "multicore")
 
 
 def _check_workload_data(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
-    """``workload.data``: an .npz with x and y next to a trained .onnx model; accuracy metrics need it."""
+    """``workload.data``: an .npz file next to a trained .onnx model; accuracy metrics need it.
+
+    Here only where it is; its arrays are checked once, against the model, when the accuracy model loads
+    them (``dse.session.build_evaluator``, located at ``workload.data`` too)."""
     w = spec.workload
     named = [m for m in [*(o.split()[-1] for o in spec.objectives), *spec.constraints] if m in ACCURACY_METRICS]
     if w.data is None:
@@ -186,12 +191,7 @@ def _check_workload_data(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
     if not path.is_file():
         problems.append((loc, f"data file {w.data!r} not found (looked for {path}); give an .npz with arrays x and y"))
         return
-    try:
-        load_dataset(path)
-    except DataError as err:
-        problems.append((loc, err.message))
-        return
-    w.attach_data_file(path)
+    w.attach_data_file(path)  # its content is checked where it is loaded, against the model (dse.session)
 
 
 def _check_workload_models(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
@@ -251,6 +251,14 @@ def _check_surrogate(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
                 "by `dse surrogate train` (relative paths are relative to the spec's folder)",
             )
         )
+
+
+def _check_evaluator_options(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
+    """``evaluator_options`` against the named evaluator's options dataclass (``dse.evaluator_options``)."""
+    try:
+        parse_evaluator_options(spec.evaluator, spec.evaluator_options)
+    except UserError as err:
+        problems.append((parse_field_path(err.where or "evaluator_options"), err.message))
 
 
 def _check_search(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
