@@ -5,7 +5,8 @@ already holds from the store, evaluates the rest through the executor, and
 commits each result before it is counted, shown or told to the sampler. When the
 budget is spent it marks feasible and Pareto-optimal points and writes
 ``points.parquet``/``points.csv``, ``pareto.csv``, ``hypervolume.csv``,
-``spec.yaml`` and the HTML report into the run directory.
+``spec.yaml`` and the HTML report into the run directory. ``explore_points`` runs the same sweep on a
+store in memory and writes nothing, for benchmarks and tests that need only the points.
 """
 
 from __future__ import annotations
