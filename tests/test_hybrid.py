@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dse.evaluator_options import HybridOptions
 from dse.evaluators import make_evaluation
 from dse.explore import explore
 from dse.session import build_evaluator
@@ -16,6 +17,7 @@ from hwmodels.base import Metrics
 from surrogates.dataset import WorkloadSpec
 from surrogates.layer_dataset import build_layer_dataset
 from surrogates.op_contract import DESIGN_METRICS, LayerSurrogate
+from surrogates.screening import HybridSweep
 from surrogates.screening_basis import (
     closed_row,
     dominated_by,
@@ -93,6 +95,24 @@ def test_hybrid_screens_a_cpsat_space_by_layer(tmp_path: Path):
     for _, row in predicted.iterrows():
         truth = exact({p: row[p] for p in ("rows", "cols", "sram_kib")})
         assert abs(np.log(row["latency_ms"] / truth.values["latency_ms"])) < 0.5
+
+
+def test_the_registry_gives_the_hybrid_its_spec_options(tmp_path: Path):
+    text = (
+        "name: h\nworkload: {model: small_cnn}\ntemplate:\n  kind: multicore\n  mapper: greedy\n  params:\n"
+        "    num_cores: [1, 2]\nobjectives: [min latency_ms, min area_mm2]\nevaluator: hybrid\n"
+        "evaluator_options: {max_exact_fraction: 0.5, kappa: 2, trees: 12}\nsearch: {seed: 3}\n"
+    )
+    spec = parse_spec(text, tmp_path / "spec.yaml")
+    graph, exact = build_evaluator(spec)
+    evaluation = make_evaluation(spec, graph, exact)
+    assert evaluation.sweep_class is HybridSweep and evaluation.evaluator.exact is exact
+    assert evaluation.evaluator.options == HybridOptions(max_exact_fraction=0.5, kappa=2.0, trees=12)
+    assert evaluation.evaluator.seed == 3
+    analytical = make_evaluation(
+        spec.model_copy(update={"evaluator": "analytical", "evaluator_options": {}}), graph, exact
+    )
+    assert analytical.evaluator is exact and analytical.sweep_class is not HybridSweep
 
 
 @pytest.fixture(scope="module")
