@@ -39,11 +39,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
 
+from dse.evaluators import make_evaluation  # noqa: E402
 from dse.explore import explore  # noqa: E402
 from dse.pareto import Normalisation, hypervolume, objective_matrix  # noqa: E402
 from dse.session import build_evaluator  # noqa: E402
 from dse.spec import Spec, load_spec, parse_spec  # noqa: E402
-from surrogates.hybrid import wrap_evaluator  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MATCH_TOLERANCE = 0.005
@@ -102,7 +102,7 @@ def main() -> None:
         for seed in args.seeds:
             spec = with_evaluator(spec_path, "hybrid", seed)
             graph, exact_eval = build_evaluator(spec)
-            evaluator = wrap_evaluator(spec, graph, exact_eval)
+            evaluator = make_evaluation(spec, graph, exact_eval)
             start = time.perf_counter()
             result = explore(spec, Path(tmp) / f"hybrid{seed}", evaluator, workers=args.workers, progress=False)
             seconds = time.perf_counter() - start

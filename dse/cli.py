@@ -20,6 +20,7 @@ import dse
 from dse import compare, export, schedule, zoo
 from dse.describe import workload_lines
 from dse.errors import EXIT_USER_ERROR, UserError
+from dse.evaluators import prepare_run
 from dse.explore import explore
 from dse.graph import GraphError
 from dse.registry import families, mapper_option_names
@@ -30,7 +31,6 @@ from dse.spec import load_spec
 from hwmodels.base import METRICS
 from mappers.base import MappingError
 from surrogates import cli as surrogate_cli
-from surrogates.hybrid import wrap_evaluator
 from templates.base import TemplateError
 
 # Modules that add their own sub-commands: each has ``register(subparsers)`` which adds a parser
@@ -46,10 +46,11 @@ USER_ERRORS: tuple[type[BaseException], ...] = (UserError, GraphError, TemplateE
 
 def cmd_explore(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
-    graph, exact = build_evaluator(spec)
-    evaluation = wrap_evaluator(spec, graph, exact)  # the spec's evaluator: analytical, surrogate or hybrid
+    context, evaluation = prepare_run(spec)  # the spec's evaluator (analytical, surrogate, hybrid), by the registry
     out = Path(args.output)
-    result = explore(spec, out, evaluation, executor=args.executor, workers=args.workers, progress=not args.quiet)
+    result = explore(
+        spec, out, evaluation, executor=args.executor, workers=args.workers, progress=not args.quiet, context=context
+    )
     front = result.pareto
     print(
         f"{spec.name}: {len(result.points)} points ({result.evaluated} evaluated, {result.reused} from the store, "
@@ -62,7 +63,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     space = DesignSpace.from_spec(spec)
-    graph, evaluator = build_evaluator(spec)
+    graph, evaluator = build_evaluator(spec, space)  # exact: one point, with its layers
     point = full_point(spec, space, parse_point(args.point or []))
     metrics = evaluator(point)
     values = metrics.flat()

@@ -5,7 +5,8 @@ already holds from the store, evaluates the rest through the executor, and
 commits each result before it is counted, shown or told to the sampler. When the
 budget is spent it marks feasible and Pareto-optimal points and writes
 ``points.parquet``/``points.csv``, ``pareto.csv``, ``hypervolume.csv``,
-``spec.yaml`` and the HTML report into the run directory.
+``spec.yaml`` and the HTML report into the run directory. ``explore_points`` runs the same sweep on a
+store in memory and writes nothing, for benchmarks and tests that need only the points.
 """
 
 from __future__ import annotations
@@ -21,74 +22,83 @@ import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from dse.context import RunContext
 from dse.executors import Executor, Outcome, make_executor
-from dse.finish import SweepCounts, finish_run, spec_yaml_text
-from dse.objectives import Constraint, Objective
+from dse.finish import SweepCounts, collect_points, finish_run, pareto_frame, spec_yaml_text
 from dse.pareto import FrontTracker
 from dse.search import Observation, Proposal, SearchStrategy, make_strategy
 from dse.space import DesignSpace
 from dse.spec import Spec
 from dse.store import FlatMetrics, FlatMetricsEvaluator, PointRecord, Store, point_key
 
-__all__ = ["Display", "Evaluation", "ExploreResult", "Sweep", "SweepCounts", "explore", "spec_yaml_text"]
+__all__ = [
+    "Display",
+    "Evaluation",
+    "ExploreResult",
+    "Sweep",
+    "SweepCounts",
+    "SweepResult",
+    "explore",
+    "explore_points",
+    "spec_yaml_text",
+]
+
+PointEvaluatorLike = Callable[[Mapping[str, Any]], Any]
 
 
 @dataclass
-class ExploreResult:
-    """What a run produced; ``points`` and ``pareto`` are the frames written to the run directory."""
+class SweepResult:
+    """What a sweep found: every point it proposed (annotated with ``feasible`` and ``pareto``) and the front."""
 
-    out_dir: Path
     points: pd.DataFrame
     pareto: pd.DataFrame
     evaluated: int
     reused: int
     failed: int
     seconds: float
-    report: Path | None = None
     notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ExploreResult(SweepResult):
+    """What a run produced; ``points`` and ``pareto`` are the frames written to the run directory."""
+
+    out_dir: Path = Path(".")
+    report: Path | None = None
     sweep_seconds: float = 0.0  # of ``seconds``, the part spent proposing, evaluating and storing points
 
 
 def explore(
     spec: Spec,
     out_dir: Path,
-    evaluator: Callable[[Mapping[str, Any]], Any] | Evaluation,
+    evaluator: PointEvaluatorLike | Evaluation,
     *,
     executor: str | None = None,
     workers: int | None = None,
     progress: bool = True,
     space: DesignSpace | None = None,
+    context: RunContext | None = None,
 ) -> ExploreResult:
     """Run the spec's search to its budget in ``out_dir`` (resuming whatever the store there holds).
 
     ``evaluator`` is a plain ``point -> Metrics`` callable, or an ``Evaluation`` that brings explorer
-    hooks with it (``surrogates.hybrid.wrap_evaluator`` makes the one a spec's ``evaluator:`` names).
+    hooks with it (``dse.evaluators`` makes the one a spec's ``evaluator:`` names). ``context`` is the
+    run's shared facts when the caller built them already (else they are built here, ``space`` narrowing
+    the spec's own design space).
     """
     start = time.perf_counter()
-    evaluation = evaluator if isinstance(evaluator, Evaluation) else Evaluation(evaluator)
+    context = context if context is not None else RunContext.of(spec, space)
     out_dir = Path(out_dir)
-    if space is None:
-        space = DesignSpace.from_spec(spec)
-    objectives = list(spec.objective_list())
-    constraints = list(spec.constraint_list())
-    fingerprint = spec.evaluation_fingerprint()
-    evaluator_name = str(getattr(spec, "evaluator", None) or "analytical")
-    strategy = make_strategy(spec, space, objectives, constraints)
-
     with Store.open(out_dir) as store:
         spec_path = getattr(spec, "path", None)
         store.start_run(
-            spec.name, spec_yaml_text(spec), fingerprint, str(Path(spec_path).resolve()) if spec_path else ""
+            spec.name, spec_yaml_text(spec), context.fingerprint, str(Path(spec_path).resolve()) if spec_path else ""
         )
-        batch_executor = evaluation.batch_executor
-        with batch_executor() if batch_executor else make_executor(executor, workers) as pool:
-            sweep = evaluation.sweep_class(store, strategy, space, fingerprint, evaluator_name, objectives, constraints)
-            with Display(progress, strategy.budget, spec.name) as display:
-                sweep.run(pool, FlatMetricsEvaluator(evaluation.evaluator), display)
+        sweep = _run_sweep(context, store, evaluator, executor, workers, progress)
         sweep_seconds = time.perf_counter() - start
         store.set_status("done")
-        run_notes = list(strategy.notes) + list(sweep.notes)
-        report, points, pareto, notes = finish_run(out_dir, spec, store, space, run_notes, sweep.counts(strategy))
+        run_notes = list(sweep.strategy.notes) + list(sweep.notes)
+        report, points, pareto, notes = finish_run(out_dir, context, store, run_notes, sweep.counts())
     return ExploreResult(
         out_dir=out_dir,
         points=points,
@@ -103,16 +113,66 @@ def explore(
     )
 
 
+def explore_points(
+    spec: Spec,
+    evaluator: PointEvaluatorLike | Evaluation,
+    *,
+    executor: str | None = None,
+    workers: int | None = None,
+    progress: bool = False,
+    space: DesignSpace | None = None,
+    context: RunContext | None = None,
+) -> SweepResult:
+    """The same sweep as ``explore``, on a store in memory: no file is read or written.
+
+    For benchmarks and tests that need only the points: the frames are those ``explore`` would write
+    for a fresh run directory (no report, comparison or hypervolume)."""
+    start = time.perf_counter()
+    context = context if context is not None else RunContext.of(spec, space)
+    with Store.in_memory() as store:
+        sweep = _run_sweep(context, store, evaluator, executor, workers, progress)
+        points, _ = collect_points(context, store)
+    return SweepResult(
+        points=points,
+        pareto=pareto_frame(points, context.objectives),
+        evaluated=sweep.evaluated,
+        reused=sweep.reused,
+        failed=sweep.failed,
+        seconds=time.perf_counter() - start,
+        notes=list(sweep.strategy.notes) + list(sweep.notes),
+    )
+
+
+def _run_sweep(
+    context: RunContext,
+    store: Store,
+    evaluator: PointEvaluatorLike | Evaluation,
+    executor: str | None,
+    workers: int | None,
+    progress: bool,
+) -> Sweep:
+    """The search loop of one run into ``store``, on the evaluation's own executor or the one asked for."""
+    evaluation = evaluator if isinstance(evaluator, Evaluation) else Evaluation(evaluator)
+    strategy = make_strategy(context.spec, context.space, list(context.objectives), list(context.constraints))
+    batch_executor = evaluation.batch_executor
+    with batch_executor() if batch_executor else make_executor(executor, workers) as pool:
+        sweep = evaluation.sweep_class(context, store, strategy, evaluation.evaluator)
+        with Display(progress, strategy.budget, context.spec.name) as display:
+            sweep.run(pool, display)
+    return sweep
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """An evaluator with the explorer hooks it brings: the explorer's two public extension points.
 
-    ``sweep_class``: a Sweep subclass that drives the loop itself (the surrogates' hybrid screening).
-    ``batch_executor``: a factory of an in-process executor for an evaluator that answers a whole batch
-    per call (surrogate prediction); None runs points on the executor the user chose.
+    ``sweep_class``: a Sweep subclass that drives the loop itself (the surrogates' hybrid screening); it
+    receives ``evaluator`` as it is here. ``batch_executor``: a factory of an in-process executor for an
+    evaluator that answers a whole batch per call (surrogate prediction); None runs points on the
+    executor the user chose.
     """
 
-    evaluator: Callable[[Mapping[str, Any]], Any]
+    evaluator: PointEvaluatorLike
     sweep_class: type[Sweep] = field(default_factory=lambda: Sweep)
     batch_executor: Callable[[], Executor] | None = None
 
@@ -122,29 +182,23 @@ class Sweep:
 
     Public extension point: a loop of another shape (the surrogates' hybrid evaluator screens the
     whole budget before evaluating anything exactly) subclasses Sweep, overrides ``run`` and is passed to
-    ``explore`` as ``sweep_class``. What a subclass may use: ``key``, ``count`` (every point it stores
-    or reuses, for the counters, the live front and the progress bar), ``store``, ``strategy``,
-    ``objectives``, ``constraints``, the counters, and ``notes`` (lines for the report).
+    ``explore`` as an ``Evaluation``'s ``sweep_class``. What a subclass may use: ``evaluator`` (the
+    Evaluation's, unwrapped), ``key``, ``count`` (every point it stores or reuses, for the counters, the
+    live front and the progress bar), ``store``, ``strategy``, ``space``, ``fingerprint``, ``objectives``,
+    ``constraints``, the counters, and ``notes`` (lines for the report).
     """
 
-    def __init__(
-        self,
-        store: Store,
-        strategy: SearchStrategy,
-        space: Any,
-        fingerprint: str,
-        evaluator_name: str,
-        objectives: Sequence[Objective],
-        constraints: Sequence[Constraint],
-    ):
+    def __init__(self, context: RunContext, store: Store, strategy: SearchStrategy, evaluator: PointEvaluatorLike):
+        self.context = context
         self.store = store
         self.strategy = strategy
-        self.space = space
-        self.fingerprint = fingerprint
-        self.evaluator_name = evaluator_name
-        self.objectives = objectives
-        self.constraints = constraints
-        self.front = FrontTracker(len(objectives))
+        self.evaluator = evaluator
+        self.space = context.space
+        self.fingerprint = context.fingerprint
+        self.evaluator_name = context.evaluator_name
+        self.objectives = context.objectives
+        self.constraints = context.constraints
+        self.front = FrontTracker(len(self.objectives))
         self.evaluated = 0
         self.reused = 0
         self.failed = 0
@@ -154,11 +208,12 @@ class Sweep:
     def key(self, point: Mapping[str, Any]) -> str:
         return point_key(self.fingerprint, self.space.canonical(dict(point)))
 
-    def counts(self, strategy: SearchStrategy) -> SweepCounts:
+    def counts(self) -> SweepCounts:
         """What the run's notes report: strategy, budget and the counters."""
-        return SweepCounts(strategy.name, strategy.budget, self.evaluated, self.reused, self.failed)
+        return SweepCounts(self.strategy.name, self.strategy.budget, self.evaluated, self.reused, self.failed)
 
-    def run(self, pool: Executor, evaluator: Callable[[Mapping[str, Any]], Any], display: Display) -> None:
+    def run(self, pool: Executor, display: Display) -> None:
+        evaluator = FlatMetricsEvaluator(self.evaluator)
         self.proposed = self._replay(display) if self.strategy.replays else 0
         batch_size = self.strategy.batch_size(pool.workers)
         while self.proposed < self.strategy.budget:

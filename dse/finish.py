@@ -18,11 +18,11 @@ import pandas as pd
 import yaml
 
 from dse.compare import Comparison, compare_run, write_comparison
+from dse.context import RunContext
 from dse.errors import UserError
 from dse.objectives import Constraint, Objective
 from dse.pareto import feasible_mask, front_mask, hypervolume_history, objective_matrix
 from dse.report import write_report
-from dse.space import DesignSpace
 from dse.spec import Spec
 from dse.store import Store
 
@@ -40,23 +40,20 @@ class SweepCounts:
 
 def finish_run(
     out_dir: Path,
-    spec: Spec,
+    context: RunContext,
     store: Store,
-    space: DesignSpace,
     notes: list[str],
     counts: SweepCounts | None = None,
 ) -> tuple[Path | None, pd.DataFrame, pd.DataFrame, list[str]]:
     """From the store to the run directory's files: annotated points, front, hypervolume, report.
 
-    Shared by ``explore`` and ``dse report`` so a regenerated report is the one a run writes.
+    Shared by ``explore`` and ``dse report`` so a regenerated report is the one a run writes; the GPU
+    comparison reuses the context's workload graph when the run built one.
     """
-    objectives = list(spec.objective_list())
-    constraints = list(spec.constraint_list())
-    fingerprint = spec.evaluation_fingerprint()
-    free_names = [dim.name for dim in space.free]
-    param_names = free_names + [name for name in space.fixed if name not in free_names]
-    points, outside = _points_in_space(store, fingerprint, param_names, space)
-    points = annotate(points, objectives, constraints)
+    spec = context.spec
+    objectives, constraints = list(context.objectives), list(context.constraints)
+    free_names = context.free_names
+    points, outside = collect_points(context, store)
     layers = {pid: store.layers_frame(pid) for pid in points.loc[points["pareto"], "point_id"]}
     pareto = pareto_frame(points, objectives)
     history = hypervolume_history(points, objectives, constraints)
@@ -68,7 +65,7 @@ def finish_run(
     comparison = None
     if spec.baselines:
         try:
-            comparison = compare_run(spec, pareto, layers, param_names=free_names)
+            comparison = compare_run(spec, pareto, layers, param_names=free_names, graph=context.graph)
             write_comparison(out_dir, comparison)
         except UserError as err:
             notes.append(f"GPU comparison not written: {err}")
@@ -86,14 +83,15 @@ def annotate(frame: pd.DataFrame, objectives: Sequence[Objective], constraints: 
     return frame
 
 
-def _points_in_space(
-    store: Store, fingerprint: str, param_names: list[str], space: DesignSpace
-) -> tuple[pd.DataFrame, int]:
-    """Stored points of this evaluation that lie in the spec's space (a directory may hold earlier, wider runs)."""
-    frame = store.points_frame(fingerprint, param_names)
-    inside = {r.point_id for r in store.records(fingerprint) if space.contains(r.params)}
+def collect_points(context: RunContext, store: Store) -> tuple[pd.DataFrame, int]:
+    """The stored points of this evaluation that lie in the spec's space (a directory may hold earlier,
+    wider runs), annotated, and how many lie outside; each stored record decoded once."""
+    records = store.records(context.fingerprint)
+    frame = store.points_frame(param_names=context.param_names, records=records)
+    inside = {r.point_id for r in records if context.space.contains(r.params)}
     keep = frame["point_id"].isin(inside)
-    return frame[keep].reset_index(drop=True), int((~keep).sum())
+    points = frame[keep].reset_index(drop=True)
+    return annotate(points, context.objectives, context.constraints), int((~keep).sum())
 
 
 def pareto_frame(points: pd.DataFrame, objectives: Sequence[Objective]) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from dse.context import RunContext
 from dse.errors import UserError
 from dse.finish import finish_run
 from dse.rundir import STORE_FILE, open_run, open_store
@@ -19,7 +20,7 @@ def rebuild_report(run_dir: Path) -> Path:
     """Regenerate every derived file (points, front, hypervolume, report.html) from the run's store."""
     run_dir = Path(run_dir)
     with open_run(run_dir) as (store, spec):
-        report, *_ = finish_run(run_dir, spec, store, spec.design_space(), ["report regenerated from the store"])
+        report, *_ = finish_run(run_dir, RunContext.of(spec), store, ["report regenerated from the store"])
     if report is None:
         raise UserError(f"no report could be written in {run_dir}", where=str(run_dir))
     return report

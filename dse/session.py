@@ -40,15 +40,17 @@ def build_graph(spec: Spec) -> Graph:
         raise UserError(f"{msg}" + (f" (node {node!r})" if node and node not in str(msg) else ""), where) from None
 
 
-def build_evaluator(spec: Spec) -> tuple[Graph, PointEvaluator]:
-    """The spec's workload graph and a PointEvaluator for its template (fixed params and mapper options merged in)."""
+def build_evaluator(spec: Spec, space: DesignSpace | None = None) -> tuple[Graph, PointEvaluator]:
+    """The spec's workload graph and a PointEvaluator for its template (fixed params and mapper options merged in).
+
+    ``space``: the spec's design space when the caller built it already (``dse.evaluators.prepare_run``)."""
     graph = build_graph(spec)
     data = spec.workload.data_path
     evaluator = PointEvaluator(
         graph,
         spec.template.kind,
         spec.template.mapper,
-        spec.fixed_params(),
+        spec.fixed_params(space),
         dict(spec.template.mapper_options),
         data=None if data is None else str(data),
     )

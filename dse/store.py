@@ -177,6 +177,15 @@ class Store:
         # NORMAL in WAL mode: a committed transaction survives any process crash (SIGKILL);
         # only an OS crash / power loss can drop the last few, which then simply re-run.
         db.execute("PRAGMA synchronous=NORMAL")
+        return cls._with_schema(path, db)
+
+    @classmethod
+    def in_memory(cls) -> Store:
+        """A store that lives only as long as this object: a sweep that writes no files (``dse.explore.sweep``)."""
+        return cls._with_schema(Path(":memory:"), sqlite3.connect(":memory:", isolation_level=None))
+
+    @classmethod
+    def _with_schema(cls, path: Path, db: sqlite3.Connection) -> Store:
         db.executescript(_SCHEMA)
         columns = {row[1] for row in db.execute("PRAGMA table_info(points)")}
         if "solver" not in columns:  # a store written before solver outcomes were kept
@@ -295,12 +304,18 @@ class Store:
 
     # -- frames --------------------------------------------------------------------
 
-    def points_frame(self, fingerprint: str | None = None, param_names: Sequence[str] | None = None) -> pd.DataFrame:
+    def points_frame(
+        self,
+        fingerprint: str | None = None,
+        param_names: Sequence[str] | None = None,
+        records: Sequence[PointRecord] | None = None,
+    ) -> pd.DataFrame:
         """One row per point: point_id, seq, status, reason, the params, the metrics, eval_s, evaluator, exact.
 
         Params come first in ``param_names`` order (else in the order points name them), then metrics.
+        ``records`` (those ``records(fingerprint)`` returned) spares a caller that has them a second decoding.
         """
-        records = self.records(fingerprint)
+        records = self.records(fingerprint) if records is None else records
         params_order: list[str] = list(param_names or [])
         metrics_order: list[str] = []
         for record in records:

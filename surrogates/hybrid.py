@@ -2,7 +2,8 @@
 
 Pure prediction answers every proposed point from a trained model, a whole batch per call, and
 stores it with ``exact = false``. Hybrid (``surrogates.screening``) evaluates exactly only what may
-lie on the front. ``wrap_evaluator`` turns a spec's ``evaluator:`` into the explorer's Evaluation.
+lie on the front. ``surrogate_evaluation`` and ``hybrid_evaluation`` are the factories the evaluator
+registry (``dse.evaluators``) calls for a spec's ``evaluator: surrogate`` and ``evaluator: hybrid``.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from dse.errors import UserError
 from dse.evaluate import PointEvaluator
+from dse.evaluator_options import HybridOptions, SurrogateOptions
 from dse.executors import Outcome, SerialExecutor
 from dse.explore import Evaluation
 from dse.graph import Graph
@@ -25,9 +28,15 @@ from surrogates.contract import supported_templates
 from surrogates.contract_model import load_surrogate
 from surrogates.dataset import feature_set
 from surrogates.model import SurrogateModel
-from surrogates.screening import PREDICTED_METRICS, HybridEvaluator, HybridSweep, check_predictable
+from surrogates.screening import (
+    PREDICTED_METRICS,
+    HybridEvaluator,
+    HybridSweep,
+    check_layer_metrics,
+    check_predictable,
+)
 
-__all__ = ["BatchExecutor", "SurrogateEvaluator", "check_predictable", "wrap_evaluator"]
+__all__ = ["BatchExecutor", "SurrogateEvaluator", "hybrid_evaluation", "surrogate_evaluation"]
 
 
 @dataclass
@@ -64,16 +73,19 @@ class SurrogateEvaluator:
 
 
 class BatchExecutor:
-    """An executor for batch evaluators: one in-process call per batch instead of one task per point."""
+    """An executor for a batch evaluator: one in-process call per batch instead of one task per point."""
 
     name = "batch"
     workers = 1
 
+    def __init__(self, evaluator: SurrogateEvaluator):
+        self.evaluator = evaluator
+
     def map(self, task: Any, items: Sequence[Any]):
+        """``task`` (the explorer's per-point wrapper of the same evaluator) runs only when a batch fails."""
         start = time.perf_counter()
-        inner = getattr(task, "evaluator", task)
         try:
-            results = inner.evaluate_batch(list(items))
+            results = self.evaluator.evaluate_batch(list(items))
         except (ValueError, KeyError) as exc:  # one bad point fails the batch: fall back to one by one
             del exc
             yield from SerialExecutor().map(task, items)
@@ -92,10 +104,9 @@ class BatchExecutor:
         self.close()
 
 
-def wrap_evaluator(spec: Spec, graph: Graph, exact: PointEvaluator) -> Evaluation:
-    """The evaluator a spec's ``evaluator:`` names, around the exact PointEvaluator, with its explorer hooks."""
-    if spec.evaluator == "analytical":
-        return Evaluation(exact)
+def check_surrogate_spec(spec: Spec) -> None:
+    """What ``evaluator: surrogate`` and ``hybrid`` need of a spec, checked once: objectives and constraints
+    the surrogates predict, and a template they support (one UserError located at ``evaluator``)."""
     metrics = [o.metric for o in spec.objective_list()] + [c.metric for c in spec.constraint_list()]
     contract = feature_set(spec.template.kind, spec.template.mapper) == "contract"
     check_predictable(metrics, spec.evaluator, where=spec.locate("evaluator"), contract=contract)
@@ -105,14 +116,28 @@ def wrap_evaluator(spec: Spec, graph: Graph, exact: PointEvaluator) -> Evaluatio
             f"{spec.template.kind}; use evaluator: analytical",
             where=spec.locate("evaluator"),
         )
+
+
+def surrogate_evaluation(spec: Spec, graph: Graph, exact: PointEvaluator, options: SurrogateOptions) -> Evaluation:
+    """``evaluator: surrogate``: the spec's trained model answers every point, a batch per call."""
+    del options  # it takes none
+    check_surrogate_spec(spec)
+    if spec.surrogate_path is None:
+        raise UserError(
+            "evaluator surrogate needs a trained model; add surrogate: MODEL.joblib (from `dse surrogate "
+            "train`) or use evaluator: hybrid, which trains on the fly",
+            where=spec.locate("evaluator"),
+        )
+    surrogate = SurrogateEvaluator(graph, spec.template.kind, dict(exact.fixed), str(spec.surrogate_path))
+    return Evaluation(surrogate, batch_executor=partial(BatchExecutor, surrogate))
+
+
+def hybrid_evaluation(spec: Spec, graph: Graph, exact: PointEvaluator, options: HybridOptions) -> Evaluation:
+    """``evaluator: hybrid``: the exact evaluator screened by a forest (``surrogates.screening.HybridSweep``)."""
+    del graph  # the exact evaluator carries it
+    check_surrogate_spec(spec)
+    metrics = [o.metric for o in spec.objective_list()] + [c.metric for c in spec.constraint_list()]
+    check_layer_metrics(metrics, spec.template.kind, exact.mapper_name, where=spec.locate("evaluator"))
     model_path = str(spec.surrogate_path) if spec.surrogate_path is not None else None
-    if spec.evaluator == "surrogate":
-        if model_path is None:
-            raise UserError(
-                "evaluator surrogate needs a trained model; add surrogate: MODEL.joblib (from `dse surrogate "
-                "train`) or use evaluator: hybrid, which trains on the fly",
-                where=spec.locate("evaluator"),
-            )
-        surrogate = SurrogateEvaluator(graph, spec.template.kind, dict(exact.fixed), model_path)
-        return Evaluation(surrogate, batch_executor=BatchExecutor)
-    return Evaluation(HybridEvaluator(exact, model_path=model_path, seed=spec.search.seed), sweep_class=HybridSweep)
+    hybrid = HybridEvaluator(exact, model_path=model_path, seed=spec.search.seed, options=options)
+    return Evaluation(hybrid, sweep_class=HybridSweep)

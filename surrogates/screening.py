@@ -27,6 +27,7 @@ import numpy as np
 
 from dse.errors import UserError
 from dse.evaluate import PointEvaluator
+from dse.evaluator_options import HybridOptions
 from dse.executors import Executor
 from dse.explore import Display, Sweep
 from dse.search import Observation
@@ -68,30 +69,29 @@ def check_predictable(metrics: Sequence[str], evaluator: str, where: str | None 
         )
 
 
+def check_layer_metrics(metrics: Sequence[str], template_kind: str, mapper: str, where: str | None = None) -> None:
+    """On the layer basis (``screens_by_layer``) the hybrid gives only ``DESIGN_METRICS``: refuse others."""
+    if not screens_by_layer(template_kind, mapper):
+        return
+    missing = [m for m in metrics if m not in DESIGN_METRICS]
+    if missing:
+        raise UserError(
+            f"evaluator hybrid: the layer-level surrogate of mapper {mapper} does not give {', '.join(missing)}; "
+            f"it gives {', '.join(DESIGN_METRICS)}",
+            where=where,
+        )
+
+
 @dataclass
 class HybridEvaluator:
-    """``evaluator: hybrid``: the exact evaluator plus the knobs of the screening loop.
-
-    ``initial_fraction`` of the candidates (at least ``initial_min``) is evaluated exactly first;
-    each round evaluates up to ``batch_fraction`` more; exact evaluations stop at
-    ``max_exact_fraction``. ``kappa`` scales the forest's spread into the optimistic bound.
-    ``model_path`` (optional) is a trained surrogate that picks the initial sample around its
-    predicted front instead of at random. ``explore_share`` of each round goes to the least sure
-    promising candidates (None: ``HybridSweep._explore_share`` picks by basis). ``miss_quantile`` of
-    the forest's pessimistic misses so far widens the optimistic bound (``HybridSweep._margin``).
-    """
+    """``evaluator: hybrid``: the exact evaluator plus the knobs of the screening loop (``HybridOptions``,
+    the spec's ``evaluator_options``). ``model_path`` (optional) is a trained surrogate that picks the
+    initial sample around its predicted front instead of at random."""
 
     exact: PointEvaluator
     model_path: str | None = None
-    initial_fraction: float = 0.05
-    initial_min: int = 8
-    batch_fraction: float = 0.02
-    max_exact_fraction: float = 0.2
-    kappa: float = 1.0
-    miss_quantile: float = 0.9
-    explore_share: float | None = None
-    trees: int = 48
     seed: int = 0
+    options: HybridOptions = field(default_factory=HybridOptions)
 
     def __call__(self, point: Mapping[str, Any]) -> Metrics:
         return self.exact(point)
@@ -137,12 +137,12 @@ class Candidate:
 class HybridSweep(Sweep):
     """Screen with a forest, evaluate exactly what may be on the front, store the rest as predicted."""
 
-    def run(self, pool: Executor, evaluator: Any, display: Display) -> None:
-        hybrid: HybridEvaluator = getattr(evaluator, "evaluator", evaluator)
+    def run(self, pool: Executor, display: Display) -> None:
+        """The objectives and constraints were checked predictable where the evaluation was built
+        (``surrogates.hybrid.check_surrogate_spec``)."""
+        hybrid: HybridEvaluator = self.evaluator
         exact = hybrid.exact
         self._contract = feature_set(exact.template_kind, exact.mapper_name) == "contract"
-        metrics = [o.metric for o in self.objectives] + [c.metric for c in self.constraints]
-        check_predictable(metrics, "hybrid", contract=self._contract)
         self._hybrid = hybrid
         self._ops = None if self._contract else feat.op_table(exact.graph)
         self._names = [] if self._contract else self._ops.names
@@ -165,8 +165,8 @@ class HybridSweep(Sweep):
         self.exact_rounds = 0
         self.unresolved = 0
         budget = self.strategy.budget
-        self._cap = max(hybrid.initial_min, math.floor(hybrid.max_exact_fraction * budget + 1e-9))
-        n0 = min(self._cap, max(hybrid.initial_min, math.ceil(hybrid.initial_fraction * budget)))
+        self._cap = max(hybrid.options.initial_min, math.floor(hybrid.options.max_exact_fraction * budget + 1e-9))
+        n0 = min(self._cap, max(hybrid.options.initial_min, math.ceil(hybrid.options.initial_fraction * budget)))
         self._reuse_stored()
         if self.strategy.replays:  # a sampler: exact answers for its first proposals, then predictions
             first = self.strategy.ask(n0)
@@ -202,7 +202,8 @@ class HybridSweep(Sweep):
         if self.unresolved:
             self.notes.append(
                 f"hybrid: {self.unresolved} candidates the cap left unresolved (predicted feasible and not "
-                "dominated by an exact point) are not stored; raise max_exact_fraction to resolve them"
+                "dominated by an exact point) are not stored; raise evaluator_options.max_exact_fraction (now "
+                f"{self._hybrid.options.max_exact_fraction:g}) to resolve them"
             )
 
     # -- candidates ------------------------------------------------------------------------
@@ -310,7 +311,7 @@ class HybridSweep(Sweep):
             frame = contract_frame(
                 exact.template_kind, exact.graph, exact.graph.name, [c.point for c in known], exact.fixed, truths
             )
-            forest = screening_forest(self._hybrid.trees, self._hybrid.seed)
+            forest = screening_forest(self._hybrid.options.trees, self._hybrid.seed)
             model = ContractSurrogate.fit(frame, "rf", self._hybrid.seed, regressor=forest)
             missing = [o.metric for o in self.objectives if o.metric not in model.metric_names]
             missing += [c.metric for c in self.constraints if c.metric not in model.metric_names]
@@ -346,22 +347,15 @@ class HybridSweep(Sweep):
         return model
 
     def _fit_layers(self, known: list[Candidate]) -> Any:
-        """The layer surrogate of the exact candidates (each layer's truth over the cheap mapper's)."""
-        missing = [o.metric for o in self.objectives if o.metric not in DESIGN_METRICS]
-        missing += [c.metric for c in self.constraints if c.metric not in DESIGN_METRICS]
-        if missing:
-            raise UserError(
-                f"evaluator hybrid: the layer-level surrogate of mapper {self._hybrid.exact.mapper_name} does not "
-                f"give {', '.join(missing)}; it gives {', '.join(DESIGN_METRICS)}",
-                where="evaluator",
-            )
+        """The layer surrogate of the exact candidates (each layer's truth over the cheap mapper's); the metrics
+        it gives (``DESIGN_METRICS``) were checked against the objectives in ``check_layer_metrics``."""
         data = self._layer_rows.training_frame(
             [c.point for c in known],
             [self._closed(c) for c in known],
             [c.per_op for c in known],
             [c.metrics for c in known],
         )
-        return fit_layer_screen(data, self._hybrid.trees, self._hybrid.seed)
+        return fit_layer_screen(data, self._hybrid.options.trees, self._hybrid.seed)
 
     def _closed(self, cand: Candidate) -> ClosedRow:
         """The closed form of a candidate, computed once (``_closed_forms`` computes them on the pool)."""
@@ -468,7 +462,7 @@ class HybridSweep(Sweep):
         layer of the means, widest spread first (``pick_batch``)."""
         hybrid = self._hybrid
         workers = int(getattr(pool, "workers", 1) or 1)
-        batch_size = max(2, workers, math.ceil(hybrid.batch_fraction * len(self._candidates)))
+        batch_size = max(2, workers, math.ceil(hybrid.options.batch_fraction * len(self._candidates)))
         while self._n_exact() < self._cap:
             model = self._fit()
             open_ = [c for c in self._candidates.values() if not c.exact and not c.failed]
@@ -510,8 +504,8 @@ class HybridSweep(Sweep):
         """The knob, else 0.25 on the layer basis (its near-exact mean leaves the front points it misses
         among the least sure: 28 -> 29 of 30 front points on every seed of the CP-SAT space) and 0 on the
         design basis (there it lost front points at the cap)."""
-        if self._hybrid.explore_share is not None:
-            return self._hybrid.explore_share
+        if self._hybrid.options.explore_share is not None:
+            return self._hybrid.options.explore_share
         return 0.25 if self._layer else 0.0
 
     def _record_misses(self, chosen: list[Candidate], predicted: list[dict[str, float]]) -> None:
@@ -530,10 +524,10 @@ class HybridSweep(Sweep):
         """The ``miss_quantile`` of the recorded pessimistic misses of a metric: widens its optimistic bound
         by what the forest has been seen to miss on this space (0 until a round has been checked)."""
         misses = self._misses.get(metric, [])
-        return float(np.quantile(misses, self._hybrid.miss_quantile)) if misses else 0.0
+        return float(np.quantile(misses, self._hybrid.options.miss_quantile)) if misses else 0.0
 
     def _bounds(self, per_tree: dict[str, np.ndarray]) -> tuple[dict, dict, np.ndarray]:
-        kappa = self._hybrid.kappa
+        kappa = self._hybrid.options.kappa
         mean, optimistic = {}, {}
         spread = np.zeros(next(iter(per_tree.values())).shape[1])
         for metric, values in per_tree.items():

@@ -324,6 +324,36 @@ def test_real_spec_space_and_evaluator(tmp_path):
     assert again.evaluated == 0 and again.reused == 12
 
 
+def test_explore_points_sweeps_without_writing_a_file(tmp_path, monkeypatch):
+    """The sweep of ``explore`` for benchmarks and tests: the same points and front, no run directory."""
+    from dse.explore import explore_points
+
+    monkeypatch.chdir(tmp_path)
+    swept = explore_points(_spec("grid", 48), ToyEvaluator(), space=toy_space(), executor="serial")
+    assert list(tmp_path.iterdir()) == []
+    assert (swept.evaluated, swept.reused, swept.failed) == (48, 0, 0)
+    written = _run(tmp_path / "run", _spec("grid", 48))
+    columns = [c for c in written.points.columns if c != "eval_s"]
+    pd.testing.assert_frame_equal(swept.points[columns], written.points[columns])
+    assert swept.pareto["point_id"].tolist() == written.pareto["point_id"].tolist()
+
+
+def test_the_registry_runs_a_real_spec_without_files(tmp_path, monkeypatch):
+    """``dse.evaluators.prepare_run``: one context (space, fingerprint, graph) and the spec's evaluation."""
+    from dse.evaluators import prepare_run
+    from dse.explore import explore_points
+    from dse.spec import parse_spec
+
+    monkeypatch.chdir(tmp_path)
+    spec = parse_spec(SMALL_SPEC)
+    context, evaluation = prepare_run(spec)
+    assert context.fingerprint == spec.evaluation_fingerprint() and context.graph is not None
+    assert context.space == spec.design_space()
+    swept = explore_points(spec, evaluation, executor="serial", context=context)
+    assert swept.evaluated == 12 and swept.points["pareto"].any()
+    assert not any(tmp_path.iterdir())
+
+
 def test_points_outside_a_narrower_space_are_left_out(tmp_path):
     from dse.space import DesignSpace, Dimension
 

@@ -8,14 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dse.evaluator_options import HybridOptions
+from dse.evaluators import make_evaluation
 from dse.explore import explore
 from dse.session import build_evaluator
 from dse.spec import parse_spec
 from hwmodels.base import Metrics
 from surrogates.dataset import WorkloadSpec
-from surrogates.hybrid import wrap_evaluator
 from surrogates.layer_dataset import build_layer_dataset
 from surrogates.op_contract import DESIGN_METRICS, LayerSurrogate
+from surrogates.screening import HybridSweep
 from surrogates.screening_basis import (
     closed_row,
     dominated_by,
@@ -83,7 +85,7 @@ def test_hybrid_screens_a_cpsat_space_by_layer(tmp_path: Path):
     spec = parse_spec(text, tmp_path / "spec.yaml")
     assert screens_by_layer("systolic", "cpsat") and not screens_by_layer("systolic", "fold")
     graph, exact = build_evaluator(spec)
-    result = explore(spec, tmp_path / "run", wrap_evaluator(spec, graph, exact), workers=1, progress=False)
+    result = explore(spec, tmp_path / "run", make_evaluation(spec, graph, exact), workers=1, progress=False)
     points = result.points
     assert points["exact"].astype(bool).sum() == 8  # the cap: max(initial_min, 20 % of 36)
     assert points.loc[points["pareto"], "exact"].astype(bool).all()
@@ -93,6 +95,24 @@ def test_hybrid_screens_a_cpsat_space_by_layer(tmp_path: Path):
     for _, row in predicted.iterrows():
         truth = exact({p: row[p] for p in ("rows", "cols", "sram_kib")})
         assert abs(np.log(row["latency_ms"] / truth.values["latency_ms"])) < 0.5
+
+
+def test_the_registry_gives_the_hybrid_its_spec_options(tmp_path: Path):
+    text = (
+        "name: h\nworkload: {model: small_cnn}\ntemplate:\n  kind: multicore\n  mapper: greedy\n  params:\n"
+        "    num_cores: [1, 2]\nobjectives: [min latency_ms, min area_mm2]\nevaluator: hybrid\n"
+        "evaluator_options: {max_exact_fraction: 0.5, kappa: 2, trees: 12}\nsearch: {seed: 3}\n"
+    )
+    spec = parse_spec(text, tmp_path / "spec.yaml")
+    graph, exact = build_evaluator(spec)
+    evaluation = make_evaluation(spec, graph, exact)
+    assert evaluation.sweep_class is HybridSweep and evaluation.evaluator.exact is exact
+    assert evaluation.evaluator.options == HybridOptions(max_exact_fraction=0.5, kappa=2.0, trees=12)
+    assert evaluation.evaluator.seed == 3
+    analytical = make_evaluation(
+        spec.model_copy(update={"evaluator": "analytical", "evaluator_options": {}}), graph, exact
+    )
+    assert analytical.evaluator is exact and analytical.sweep_class is not HybridSweep
 
 
 @pytest.fixture(scope="module")

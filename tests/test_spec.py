@@ -22,6 +22,7 @@ import pytest
 
 from dse import registry
 from dse.errors import UserError
+from dse.evaluator_options import EVALUATOR_OPTIONS, HybridOptions, parse_evaluator_options
 from dse.objectives import Constraint, Objective
 from dse.spec.load import load_spec, parse_spec
 from dse.spec.messages import SpecError
@@ -174,6 +175,7 @@ def test_there_is_a_bad_fixture_per_error_class() -> None:
         "unknown_kind",
         "missing_workload_file",
         "cross_field",
+        "unknown_evaluator_option",
     }
     assert required <= names, f"missing fixtures: {sorted(required - names)}"
 
@@ -726,6 +728,78 @@ def test_unknown_mapper_option_through_dse_validate_exits_2(tmp_path: Path) -> N
     message = result.stderr.strip()
     assert "Traceback" not in message and len(message.splitlines()) == 1, message
     assert f"{path}:6: template.mapper_options.objectiv:" in message and "time_limit_s" in message
+
+
+# ---------------------------------------------------------------------------------------------- evaluator options
+
+HYBRID_SPEC = """\
+name: hybrid-options
+workload: {model: jet_mlp}
+template: {kind: systolic, params: {rows: [16, 32], cols: 32}}
+evaluator: hybrid
+evaluator_options: {max_exact_fraction: 0.5, trees: 16, kappa: 2, explore_share: null}
+"""
+
+
+@needs_systolic
+def test_evaluator_options_load_as_the_evaluators_dataclass() -> None:
+    spec = parse_spec(HYBRID_SPEC, "designs/hybrid.yaml")
+    assert spec.evaluator_options == {"max_exact_fraction": 0.5, "trees": 16, "kappa": 2, "explore_share": None}
+    options = parse_evaluator_options(spec.evaluator, spec.evaluator_options)
+    assert options == HybridOptions(max_exact_fraction=0.5, trees=16, kappa=2.0, explore_share=None)
+    assert isinstance(options.kappa, float)  # an integer stands for a float
+    assert spec.to_dict()["evaluator_options"]["trees"] == 16
+    without = parse_spec(HYBRID_SPEC.replace(HYBRID_SPEC.splitlines()[-1] + "\n", ""))
+    assert without.evaluator_options == {} and "evaluator_options" not in without.to_dict()
+    assert parse_evaluator_options("hybrid", {}) == HybridOptions()
+    # the options steer which points are evaluated exactly, never an exact point's metrics: stored points stay valid
+    assert spec.evaluation_fingerprint() == without.evaluation_fingerprint()
+    assert spec.locate("evaluator_options.trees") == "designs/hybrid.yaml:5"
+
+
+@needs_systolic
+@pytest.mark.parametrize(
+    "old, new, field, fragments",
+    [
+        ("trees: 16", "trees: 1.5", "evaluator_options.trees", ["trees=1.5 must be an int"]),
+        ("trees: 16", "trees: true", "evaluator_options.trees", ["trees=True must be an int"]),
+        ("kappa: 2", "kappa: wide", "evaluator_options.kappa", ["kappa='wide' must be a float"]),
+        ("kappa: 2", "kapa: 2", "evaluator_options.kapa", ["no option 'kapa'", "kappa (a float, default 1.0)"]),
+        ("evaluator: hybrid", "evaluator: analytical", "evaluator_options.max_exact_fraction", ["options: none"]),
+    ],
+)
+def test_bad_evaluator_options_are_one_located_message(old: str, new: str, field: str, fragments: list[str]) -> None:
+    expect(toy_error(HYBRID_SPEC.replace(old, new), "designs/hybrid.yaml"), 5, field, *fragments)
+
+
+def test_every_spec_evaluator_has_a_factory_and_an_options_dataclass() -> None:
+    from typing import get_args
+
+    from dse.evaluators import EVALUATORS
+    from dse.spec.schema import Spec
+
+    names = set(get_args(Spec.model_fields["evaluator"].annotation))
+    assert names == set(EVALUATORS) == set(EVALUATOR_OPTIONS)
+    assert all(EVALUATORS[name].options is EVALUATOR_OPTIONS[name] for name in names)
+
+
+@needs_systolic
+def test_the_registry_refuses_bad_options_of_a_spec_built_in_code(tmp_path: Path, capsys) -> None:
+    from dse.cli import main
+    from dse.evaluators import make_evaluation
+    from dse.session import build_evaluator
+
+    spec = parse_spec(HYBRID_SPEC, tmp_path / "hybrid.yaml").model_copy(update={"evaluator_options": {"trees": "x"}})
+    graph, exact = build_evaluator(spec)
+    with pytest.raises(UserError, match="trees='x' must be an int") as info:
+        make_evaluation(spec, graph, exact)
+    assert info.value.where == spec.locate("evaluator_options.trees")
+    path = tmp_path / "bad.yaml"
+    path.write_text(HYBRID_SPEC.replace("trees: 16", "tree: 16"))
+    assert main(["explore", str(path), "-o", str(tmp_path / "run"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:5: evaluator_options.tree:" in err and "max_exact_fraction" in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
 
 
 # -- untrusted paths: a spec reads only files in its own folder unless given an absolute path --------------

@@ -11,6 +11,7 @@ import pytest
 from dse.cli import main
 from dse.errors import UserError
 from dse.evaluate import PointEvaluator
+from dse.evaluators import make_evaluation
 from dse.explore import explore
 from dse.session import build_evaluator
 from dse.spec import SpecError, parse_spec
@@ -20,7 +21,6 @@ from mappers.systolic.fold import SystolicFoldMapper
 from surrogates import features as feat
 from surrogates.dataset import WorkloadSpec, build_dataset, design_frame, stratified_points
 from surrogates.evaluate import accuracy
-from surrogates.hybrid import wrap_evaluator
 from surrogates.model import SurrogateModel
 from surrogates.train import heldout_split, random_split, train
 from templates.base import TemplateError
@@ -185,13 +185,13 @@ def test_explore_with_surrogate_and_hybrid_evaluators(tmp_path: Path, forest: Su
     forest.save(tmp_path / "model.joblib")
     spec = make_spec(tmp_path, "surrogate", "surrogate: model.joblib")
     graph, exact = build_evaluator(spec)
-    result = explore(spec, tmp_path / "pure", wrap_evaluator(spec, graph, exact), progress=False)
+    result = explore(spec, tmp_path / "pure", make_evaluation(spec, graph, exact), progress=False)
     assert len(result.points) == 81 and not result.points["exact"].astype(bool).any()
     assert set(result.points["evaluator"]) == {"surrogate"}
 
     spec = make_spec(tmp_path, "hybrid")
     graph, exact = build_evaluator(spec)
-    result = explore(spec, tmp_path / "hybrid", wrap_evaluator(spec, graph, exact), executor="serial", progress=False)
+    result = explore(spec, tmp_path / "hybrid", make_evaluation(spec, graph, exact), executor="serial", progress=False)
     points = result.points
     exact_mask = points["exact"].astype(bool)
     assert len(points) == 81 and 8 <= exact_mask.sum() <= 0.35 * 81
@@ -207,7 +207,7 @@ def test_hybrid_refuses_metrics_it_cannot_predict(tmp_path: Path):
     spec = make_spec(tmp_path, "hybrid").model_copy(update={"objectives": ["min latency_ms", "min dram_mb"]})
     graph, exact = build_evaluator(spec)
     with pytest.raises(UserError, match="predicts only .*dram_mb needs evaluator: analytical"):
-        wrap_evaluator(spec, graph, exact)
+        make_evaluation(spec, graph, exact)
 
 
 @pytest.mark.skipif(not WA_CSV.is_file(), reason=f"wa-hls4ml subset not found at {WA_CSV} (../shared absent)")

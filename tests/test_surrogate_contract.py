@@ -10,6 +10,7 @@ import pytest
 
 from dse.errors import UserError
 from dse.evaluate import PointEvaluator
+from dse.evaluators import make_evaluation
 from dse.explore import explore
 from dse.registry import family
 from dse.spec import parse_spec
@@ -34,7 +35,6 @@ from surrogates.contract_model import (
 )
 from surrogates.dataset import WorkloadSpec, build_dataset, feature_set, stratified_points
 from surrogates.evaluate import baseline_accuracy, design_accuracy
-from surrogates.hybrid import wrap_evaluator
 from surrogates.layer_dataset import build_layer_dataset
 from surrogates.multicore_baseline import balanced_schedule
 from surrogates.op_contract import LayerSurrogate, feature_names, is_layer, layer_baseline
@@ -143,7 +143,7 @@ def test_hybrid_runs_on_a_contract_template(tmp_path: Path):
     from dse.session import build_evaluator
 
     graph, exact = build_evaluator(spec)
-    result = explore(spec, tmp_path / "run", wrap_evaluator(spec, graph, exact), workers=1, progress=False)
+    result = explore(spec, tmp_path / "run", make_evaluation(spec, graph, exact), workers=1, progress=False)
     points = result.points
     assert (points["status"] == "ok").all()
     assert points["exact"].astype(bool).sum() == 8  # the cap: max(initial_min, 20 % of 36)

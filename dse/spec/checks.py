@@ -13,6 +13,7 @@ from typing import Any
 
 from dse import registry, zoo
 from dse.errors import UserError
+from dse.evaluator_options import parse_evaluator_options
 from dse.graph import PRECISION_BYTES
 from dse.space import SCALAR_TYPES, SpaceError, dimension_from_spec
 from dse.spec.messages import Loc, describe, parse_field_path
@@ -69,6 +70,7 @@ def check_semantics(spec: Spec) -> list[tuple[Loc, str]]:
         problems.append((("tech",), tech_problem))
     _check_search(spec, problems)
     _check_surrogate(spec, problems)
+    _check_evaluator_options(spec, problems)
     _check_objectives(spec, problems)
     _check_constraints(spec, problems)
     seen: set[str] = set()
@@ -249,6 +251,14 @@ def _check_surrogate(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
                 "by `dse surrogate train` (relative paths are relative to the spec's folder)",
             )
         )
+
+
+def _check_evaluator_options(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
+    """``evaluator_options`` against the named evaluator's options dataclass (``dse.evaluator_options``)."""
+    try:
+        parse_evaluator_options(spec.evaluator, spec.evaluator_options)
+    except UserError as err:
+        problems.append((parse_field_path(err.where or "evaluator_options"), err.message))
 
 
 def _check_search(spec: Spec, problems: list[tuple[Loc, str]]) -> None:

@@ -172,6 +172,10 @@ class Spec(_Model):
         default_factory=Search, description="a mapping with strategy, budget, seed, population, max_grid"
     )
     evaluator: Literal["analytical", "surrogate", "hybrid"] = "analytical"
+    evaluator_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="a mapping of evaluator option name to a value (`dse.evaluator_options` lists each evaluator's)",
+    )
     surrogate: str | None = Field(
         None, description="a surrogate model file (.joblib from `dse surrogate train`), relative to the spec's folder"
     )
@@ -225,10 +229,12 @@ class Spec(_Model):
     def design_space(self) -> DesignSpace:
         return DesignSpace.from_spec(self)
 
-    def fixed_params(self) -> dict[str, Any]:
-        """Single-valued params, plus tech and precision under the names the template takes them."""
+    def fixed_params(self, space: DesignSpace | None = None) -> dict[str, Any]:
+        """Single-valued params, plus tech and precision under the names the template takes them.
+
+        ``space``: this spec's design space when the caller has it (else it is built here)."""
         template_params = {p.name for p in self.family().template().params()}
-        fixed = dict(self.design_space().fixed)
+        fixed = dict((space if space is not None else self.design_space()).fixed)
         fixed.update(implied_params(self, template_params))
         return fixed
 
@@ -280,11 +286,14 @@ class Spec(_Model):
     def to_dict(self) -> dict[str, Any]:
         """The spec with defaults filled in, as plain YAML/JSON-able data (model options back in workload).
 
-        Empty ``template.mapper_options`` are left out: a run's spec.yaml reads as it did before they existed.
+        Empty ``template.mapper_options`` and ``evaluator_options`` are left out: a run's spec.yaml reads as it
+        did before they existed.
         """
         data = self.model_dump(mode="json", exclude_none=True)
         if not data["template"]["mapper_options"]:
             del data["template"]["mapper_options"]
+        if not data["evaluator_options"]:
+            del data["evaluator_options"]
         return data
 
 
