@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 TRT_BERT = (
     "NVIDIA/TensorRT demo/BERT/README.md (TensorRT 8.4.3, commit 007c34702bc7), 'Inference performance: "

@@ -30,11 +30,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from hwmodels.gpu.calibrate import PLAIN_COLUMNS
 
-from hwmodels.gpu.calibrate import PLAIN_COLUMNS  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 # The plain measurement format of ``hwmodels.gpu.calibrate`` (GPU, precision, op, shape, latency, how it was
 # taken) first, then what else this script records about the run.

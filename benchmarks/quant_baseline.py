@@ -18,20 +18,17 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from dse.quant.data import compare_outputs
+from dse.quant.digits import MODEL_FILE, ensure_digits
+from dse.quant.fixed import QuantError, parse_type
+from dse.quant.hls4ml_auto import emulator_config, infer_auto_types
+from dse.session import build_evaluator
+from dse.spec import load_spec
 
-from dse.quant.data import compare_outputs  # noqa: E402
-from dse.quant.digits import MODEL_FILE, ensure_digits  # noqa: E402
-from dse.quant.fixed import QuantError, parse_type  # noqa: E402
-from dse.quant.hls4ml_auto import emulator_config, infer_auto_types  # noqa: E402
-from dse.session import build_evaluator  # noqa: E402
-from dse.spec import load_spec  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def best(evaluator, points, bound):

@@ -11,20 +11,17 @@ values differ between the emulator and the C simulation.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from dse.cli import main as dse_main
+from dse.export import export_point
+from dse.quant.digits import ensure_digits
+from dse.spec import load_spec
 
-from dse.cli import main as dse_main  # noqa: E402
-from dse.export import export_point  # noqa: E402
-from dse.quant.digits import ensure_digits  # noqa: E402
-from dse.spec import load_spec  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:

@@ -10,19 +10,16 @@ whole evaluator (mapper + FPGA model + accuracy) in 1 process and in 2 worker pr
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from dse.quant.digits import ensure_digits
+from dse.session import build_evaluator
+from dse.spec import load_spec
 
-from dse.quant.digits import ensure_digits  # noqa: E402
-from dse.session import build_evaluator  # noqa: E402
-from dse.spec import load_spec  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 _EVALUATOR = None
 
