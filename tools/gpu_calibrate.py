@@ -8,11 +8,11 @@ the fit on all rows and of k-fold cross-validation. ``--write`` stores the const
 ``dse explore`` / ``dse compare`` use them for that GPU. ``--check`` predicts other measurement files with the
 stored constants (shapes never fitted).
 
-    .venv/bin/python benchmarks/gpu_calibrate.py                      # A100 80GB, LLMCompass data in ../shared
-    .venv/bin/python benchmarks/gpu_calibrate.py --write
-    .venv/bin/python benchmarks/gpu_calibrate.py --csv hwmodels/data/gpu_measured_h100_graph_fp16.csv \
+    .venv/bin/python tools/gpu_calibrate.py                      # A100 80GB, LLMCompass data in ../shared
+    .venv/bin/python tools/gpu_calibrate.py --write
+    .venv/bin/python tools/gpu_calibrate.py --csv hwmodels/data/gpu_measured_h100_graph_fp16.csv \
         --gpu h100_sxm --precision fp16 --write
-    .venv/bin/python benchmarks/gpu_calibrate.py --check path/to/more_llmcompass_files/
+    .venv/bin/python tools/gpu_calibrate.py --check path/to/more_llmcompass_files/
 """
 
 from __future__ import annotations
