@@ -22,19 +22,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from dse.zoo import build  # noqa: E402
-from mappers.systolic.check import check_schedule  # noqa: E402
-from mappers.systolic.cpsat import CpSatMapper, clear_schedule_cache, solve  # noqa: E402
-from mappers.systolic.greedy import greedy_schedule  # noqa: E402
-from mappers.systolic.problem import build_problem, to_mapping  # noqa: E402
-from mappers.systolic.tiling import clear_candidate_cache  # noqa: E402
-from templates.systolic import SystolicTemplate  # noqa: E402
+from dse.zoo import build
+from mappers.systolic.check import check_schedule
+from mappers.systolic.cpsat import CpSatMapper, clear_schedule_cache, solve
+from mappers.systolic.greedy import greedy_schedule
+from mappers.systolic.problem import build_problem, to_mapping
+from mappers.systolic.tiling import clear_candidate_cache
+from templates.systolic import SystolicTemplate
 
 WORKLOADS = {
     "resnet50": {},

@@ -18,12 +18,9 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 # dse is imported inside the functions: spawned pool workers re-import this script, and
 # should pay for what a worker of the `dse` command pays for, not for the explorer's imports.

@@ -9,14 +9,10 @@ served from a cache.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from dse.evaluate import PointEvaluator  # noqa: E402
-from dse.zoo import build  # noqa: E402
+from dse.evaluate import PointEvaluator
+from dse.zoo import build
 
 POINTS = [
     {"rows": r, "cols": c, "dataflow": df, "sram_kib": s}

@@ -9,19 +9,16 @@ the front of latency vs DSP vs LUT next to the default, so the gain of searching
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from dse.pareto import pareto_mask
+from dse.session import build_evaluator
+from dse.spec import load_spec
 
-from dse.pareto import pareto_mask  # noqa: E402
-from dse.session import build_evaluator  # noqa: E402
-from dse.spec import load_spec  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SPEC = ROOT / "designs" / "jet_mlp_fpga.yaml"
 HLS4ML_DEFAULT = {

@@ -14,9 +14,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from dse import zoo
+from dse.evaluate import PointEvaluator
+from hwmodels.catalogs.gpu import NODES
+
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 TRT_BERT = (
     "NVIDIA/TensorRT demo/BERT/README.md (TensorRT 8.4.3, commit 007c34702bc7), 'Inference performance: "
@@ -59,19 +61,13 @@ CASES = (
 
 
 def evaluate(case: Case):
-    from dse import zoo
-    from hwmodels.catalogs.gpu import NODES
-    from hwmodels.gpu.model import GpuModel
-    from mappers.gpu import GpuTileMapper
-    from templates.gpu import GpuTemplate
-
     graph = zoo.build(case.model, batch=case.batch, precision=case.precision, **case.options)
     node = NODES.get(case.gpu)
     point = {"gpu": node.gpu if node else case.gpu, "precision": case.precision}
     if node is not None:
         point.update(gpus=int(node.gpus.value), nvlink_gbps=node.nvlink_gbps.value)
-    arch = GpuTemplate().instantiate(point)
-    return graph, arch, GpuModel().evaluate(GpuTileMapper().map(graph, arch), arch)
+    trace = PointEvaluator(graph, "gpu", "tile").trace(point)
+    return graph, trace.arch, trace.metrics
 
 
 def main() -> int:

@@ -28,22 +28,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
+import pandas as pd
+import yaml
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import yaml  # noqa: E402
-
-from dse.evaluators import make_evaluation  # noqa: E402
-from dse.explore import explore  # noqa: E402
-from dse.pareto import Normalisation, hypervolume, objective_matrix  # noqa: E402
-from dse.session import build_evaluator  # noqa: E402
-from dse.spec import Spec, load_spec, parse_spec  # noqa: E402
+from dse.evaluators import make_evaluation
+from dse.explore import explore
+from dse.pareto import Normalisation, hypervolume, objective_matrix
+from dse.session import build_evaluator
+from dse.spec import Spec, load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 MATCH_TOLERANCE = 0.005

@@ -22,15 +22,13 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from dse.cli import main as dse_main  # noqa: E402
-from dse.executors import SerialExecutor  # noqa: E402
-from dse.explore import Display, Sweep  # noqa: E402
-from dse.search import make_strategy  # noqa: E402
-from dse.session import build_evaluator  # noqa: E402
-from dse.spec import parse_spec  # noqa: E402
-from dse.store import FlatMetricsEvaluator, Store  # noqa: E402
+from dse.cli import main as dse_main
+from dse.executors import SerialExecutor
+from dse.explore import Display, Sweep
+from dse.search import make_strategy
+from dse.session import build_evaluator
+from dse.spec import parse_spec
+from dse.store import FlatMetricsEvaluator, Store
 
 SWEEP_SPEC = """
 name: memory-sweep

@@ -17,9 +17,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from dse.registry import family, make_mapper
+from dse.evaluate import PointEvaluator
 from dse.zoo import build
-from templates.multicore import MulticoreTemplate
 
 MIX = "32x32:ws:256+16x64:os:256+64x16:is:256+16x16:ws:128"
 SINGLE_SHAPES = ((52, 64), (64, 52), (26, 128), (128, 26))  # 3328 MACs = 1024 + 1024 + 1024 + 256
@@ -27,11 +26,13 @@ COMMON = {"interconnect": "mesh", "link_gbps": 32.0, "dram_gbps": 25.6, "freq_mh
 
 
 def run(graph, point, mapper, options):
-    arch = MulticoreTemplate().instantiate({**COMMON, **point})
+    """(mapping, metrics, seconds the mapper took) through the evaluator's stages, the mapper alone timed."""
+    evaluator = PointEvaluator(graph, "multicore", mapper, fixed=COMMON, mapper_options=options)
+    arch = evaluator.arch(point)
     started = time.perf_counter()
-    mapping = make_mapper("multicore", mapper, options).map(graph, arch)
+    mapping = evaluator.mapper.map(graph, arch)
     seconds = time.perf_counter() - started
-    return mapping, family("multicore").hwmodel().evaluate(mapping, arch), seconds
+    return mapping, evaluator.hwmodel.evaluate(mapping, arch), seconds
 
 
 def main() -> None:

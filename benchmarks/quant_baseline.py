@@ -23,15 +23,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from dse.session import build_evaluator
+from dse.spec import load_spec
+from hwmodels.accuracy.ap_fixed import QuantError, parse_type
+from hwmodels.accuracy.data import compare_outputs
+from hwmodels.accuracy.hls4ml_auto import emulator_config, infer_auto_types
 
-from dse.session import build_evaluator  # noqa: E402
-from dse.spec import load_spec  # noqa: E402
-from hwmodels.accuracy.ap_fixed import QuantError, parse_type  # noqa: E402
-from hwmodels.accuracy.data import compare_outputs  # noqa: E402
-from hwmodels.accuracy.hls4ml_auto import emulator_config, infer_auto_types  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def ensure_digits(out_dir: Path) -> Path:

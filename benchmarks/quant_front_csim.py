@@ -18,13 +18,11 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from dse.cli import main as dse_main
+from dse.export import export_point
+from dse.spec import load_spec
 
-from dse.cli import main as dse_main  # noqa: E402
-from dse.export import export_point  # noqa: E402
-from dse.spec import load_spec  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def ensure_digits(out_dir: Path) -> Path:

@@ -17,12 +17,10 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from dse.session import build_evaluator
+from dse.spec import load_spec
 
-from dse.session import build_evaluator  # noqa: E402
-from dse.spec import load_spec  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def ensure_digits(out_dir: Path) -> Path:

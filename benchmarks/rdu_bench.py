@@ -17,16 +17,12 @@ from __future__ import annotations
 import argparse
 import time
 
+from dse.evaluate import PointEvaluator
 from dse.graph import Graph
 from dse.zoo.ssm import hyena, mamba
 from dse.zoo.transformers import bert_base, gpt2
 from hwmodels.catalogs.rdu import PUBLISHED_RATIOS
-from hwmodels.gpu.model import GpuModel
-from hwmodels.rdu.model import RduModel
-from mappers.gpu import GpuTileMapper
-from mappers.rdu.sections import RduSectionMapper, RduUnfusedMapper, clear_cache
-from templates.gpu import GpuTemplate
-from templates.rdu import RduTemplate
+from mappers.rdu.sections import clear_cache
 
 ELEM_BYTES = 2  # bf16
 
@@ -42,20 +38,24 @@ def workloads() -> dict[str, Graph]:
 
 
 def run_rdu(graph: Graph, time_limit_s: float, ssm_ext: bool = False) -> dict:
-    arch = RduTemplate().instantiate({"preset": "sn40l", "precision": "bf16", "ssm_ext": ssm_ext})
-    model = RduModel()
-    unfused = model.evaluate(RduUnfusedMapper().map(graph, arch), arch)
+    point = {"preset": "sn40l", "precision": "bf16", "ssm_ext": ssm_ext}
+    unfused = PointEvaluator(graph, "rdu", "unfused")(point)
+    sections = PointEvaluator(graph, "rdu", "sections", mapper_options={"time_limit_s": time_limit_s})
     clear_cache()
     started = time.perf_counter()
-    mapping = RduSectionMapper(time_limit_s=time_limit_s).map(graph, arch)
+    fused = sections.trace(point)  # the model's pricing of the sections is a few ms of the solver's seconds
     wall = time.perf_counter() - started
-    fused = model.evaluate(mapping, arch)
-    return {"arch": arch, "unfused": unfused, "fused": fused, "solver": mapping.solver, "wall_s": wall}
+    return {
+        "arch": fused.arch,
+        "unfused": unfused,
+        "fused": fused.metrics,
+        "solver": fused.mapping.solver,
+        "wall_s": wall,
+    }
 
 
 def run_gpu(graph: Graph, gpu: str) -> float:
-    arch = GpuTemplate().instantiate({"gpu": gpu, "precision": "bf16"})
-    return GpuModel().evaluate(GpuTileMapper().map(graph, arch), arch)["latency_ms"]
+    return PointEvaluator(graph, "gpu", "tile")({"gpu": gpu, "precision": "bf16"})["latency_ms"]
 
 
 def main() -> None:

@@ -15,30 +15,25 @@ from __future__ import annotations
 import argparse
 import math
 
+from dse.evaluate import PointEvaluator
 from dse.zoo.llm import coe, llm
 from dse.zoo.transformers import gpt2
 from hwmodels.catalogs.gpu import NODES, get_gpu
 from hwmodels.catalogs.rdu import DGX_HOST_LINK_GBPS, PUBLISHED_RATIOS
-from hwmodels.gpu.model import GpuModel
-from hwmodels.rdu.model import RduModel
 from hwmodels.rdu.serving import coe_tokens_per_s
-from mappers.gpu import GpuTileMapper
-from mappers.rdu.sections import RduSectionMapper, RduUnfusedMapper
-from templates.gpu import GpuTemplate
-from templates.rdu import RduTemplate
 
 EXPERTS, OUT_TOKENS = 150, 128
 
 
-def rdu_metrics(graph, point: dict, mapper) -> dict:
-    arch = RduTemplate().instantiate({"precision": "bf16", **point})
-    return RduModel().evaluate(mapper.map(graph, arch), arch).values
+def rdu_metrics(graph, point: dict, mapper: str, options: dict | None = None) -> dict:
+    evaluator = PointEvaluator(graph, "rdu", mapper, fixed={"precision": "bf16"}, mapper_options=options or {})
+    return evaluator(point).values
 
 
 def gpu_node(graph, node: str) -> dict:
     spec = NODES[node]
-    arch = GpuTemplate().instantiate({"gpu": spec.gpu, "gpus": int(spec.gpus.value), "precision": "bf16"})
-    tpot_s = GpuModel().evaluate(GpuTileMapper().map(graph, arch), arch).values["latency_ms"] / 1e3
+    point = {"gpu": spec.gpu, "gpus": int(spec.gpus.value), "precision": "bf16"}
+    tpot_s = PointEvaluator(graph, "gpu", "tile")(point).values["latency_ms"] / 1e3
     gpus = int(spec.gpus.value)
     hbm_bytes = gpus * get_gpu(spec.gpu).mem_gb.value * 1e9
     expert = graph.weight_bytes
@@ -61,7 +56,7 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=1.0, help="sections mapper deterministic limit (s)")
     parser.add_argument("--layers", type=int, default=32, help="Llama-2-7B layers in the CoE step (32: full)")
     args = parser.parse_args()
-    fused = RduSectionMapper(time_limit_s=args.time_limit, gap_tolerance=0.01)
+    fused = {"time_limit_s": args.time_limit, "gap_tolerance": 0.01}  # the sections mapper's options
     pub = PUBLISHED_RATIOS
     print("SN40L paper vs this model (bf16, batch 1)")
     print(f"{'figure':<34} {'ours':>9} {'published':>12} {'ours/pub':>8}  why ours differs")
@@ -72,8 +67,8 @@ def main() -> None:
         "gpt2 prefill": gpt2(elem_bytes=2, phase="prefill", seq_len=128),
         "llama2-7b 4L decode": llm("llama2_7b", elem_bytes=2, phase="decode", kv_len=1024, num_layers=4),
     }.items():
-        f = rdu_metrics(graph, {"preset": "sn40l"}, fused)["latency_ms"]
-        u = rdu_metrics(graph, {"preset": "sn40l"}, RduUnfusedMapper())["latency_ms"]
+        f = rdu_metrics(graph, {"preset": "sn40l"}, "sections", fused)["latency_ms"]
+        u = rdu_metrics(graph, {"preset": "sn40l"}, "unfused")["latency_ms"]
         speedup = u / f
         inside = "inside" if low <= speedup <= high else "outside"
         row(
@@ -87,7 +82,7 @@ def main() -> None:
     graph = coe(
         elem_bytes=2, phase="decode", kv_len=1024, num_layers=args.layers, experts=EXPERTS, output_tokens=OUT_TOKENS
     )
-    rdu = rdu_metrics(graph, {"preset": "sn40l_node"}, fused)
+    rdu = rdu_metrics(graph, {"preset": "sn40l_node"}, "sections", fused)
     print(
         f"\nCoE: {EXPERTS} experts x {graph.weight_bytes / 1e9:.1f} GB, {args.layers} layers; RDU node: TPOT "
         f"{rdu['tpot_ms']:.3f} ms, switch {rdu['switch_ms']:.2f} ms, {rdu['coe_tokens_per_s']:.1f} tokens/s"

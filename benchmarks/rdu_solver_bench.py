@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pickle
 import subprocess
 import sys
@@ -138,7 +139,7 @@ def main() -> None:
     parser.add_argument("--closed-form", action="store_true", help="with --grid: time the closed form too")
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.worker:  # subprocess mode: solve with the checkout first on sys.path
+    if args.worker:  # subprocess mode: solve with the checkout on PYTHONPATH
         print(json.dumps(solve_all(args.worker[0], json.loads(args.worker[1]))))
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -147,12 +148,10 @@ def main() -> None:
         options = {} if args.time_limit is None else {"time_limit_s": args.time_limit}
         runs = {"after": solve_all(str(graph_file), options)}
         if args.before:
-            script = str(Path(__file__).resolve())
-            code = (
-                f"import sys; sys.path.insert(0, {args.before!r}); sys.argv = ['x', '--worker', "
-                f"{str(graph_file)!r}, '{{}}']; __file__ = {script!r}; exec(open(__file__).read())"
-            )
-            result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=args.before)
+            # PYTHONPATH comes before the installed package: this script, run again, imports the other checkout
+            worker = [sys.executable, str(Path(__file__).resolve()), "--worker", str(graph_file), "{}"]
+            env = {**os.environ, "PYTHONPATH": args.before}
+            result = subprocess.run(worker, capture_output=True, text=True, cwd=args.before, env=env)
             if result.returncode:
                 sys.exit(result.stderr)
             runs["before"] = json.loads(result.stdout.strip().splitlines()[-1])

@@ -10,14 +10,15 @@ SCALE-Sim's read-buffer rule). Also times ``calc_dram_reads`` per layer, cold (m
 from __future__ import annotations
 
 import csv
-import sys
 import time
 from pathlib import Path
 
+from dse.peers import scalesim_trace
+from hwmodels.systolic.cost import gemm_cost
+from hwmodels.systolic.scalesim_calc import calc_dram_reads, clear_cache
+from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-from scalesim_runner import ScaleSimConfig, ScaleSimLayer, arch_point, layer_graph  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data" / "scalesim" / "resnet18_per_layer.csv"
 
@@ -27,11 +28,6 @@ def _pct(model: float, ref: float) -> float:
 
 
 def main() -> None:
-    from hwmodels.systolic.cost import gemm_cost
-    from hwmodels.systolic.scalesim_calc import calc_dram_reads, clear_cache
-    from mappers.systolic.fold import SystolicFoldMapper
-    from templates.systolic import SystolicTemplate
-
     with open(SHARED) as f:
         rows = [r for r in csv.DictReader(f) if r["bw_mode"] == "CALC"]
     print(
@@ -46,8 +42,8 @@ def main() -> None:
             *(int(r[k]) for k in ("ifmap_h", "ifmap_w", "filt_h", "filt_w", "channels", "num_filters")),
             int(r["stride_h"]),
         )
-        arch = SystolicTemplate().instantiate(arch_point(cfg))
-        gemm = SystolicFoldMapper().map(layer_graph([layer]), arch).ops[layer.name].extra["gemm"]
+        trace = scalesim_trace([layer], cfg)
+        arch, gemm = trace.arch, trace.mapping.ops[layer.name].extra["gemm"]
         before = gemm_cost(gemm, arch)
         clear_cache()
         t0 = time.perf_counter()

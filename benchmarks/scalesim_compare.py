@@ -15,16 +15,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-from scalesim_runner import predict  # noqa: E402
+from dse.peers import scalesim_predict
+from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, run_scalesim
 
-from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, run_scalesim  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SHARED = ROOT.parent / "shared" / "data" / "scalesim" / "resnet18_per_layer.csv"
 METRICS = {
@@ -62,13 +59,13 @@ def _timed_predict(layers: list[ScaleSimLayer], cfg: ScaleSimConfig, repeat: int
         for layer in layers:
             clear_user_mode_cache()
             start = time.perf_counter()
-            out.extend(predict([layer], cfg))
+            out.extend(scalesim_predict([layer], cfg))
             total += time.perf_counter() - start
         return out, total / len(layers)
-    predict(layers, cfg)
+    scalesim_predict(layers, cfg)
     start = time.perf_counter()
     for _ in range(repeat):
-        out = predict(layers, cfg)
+        out = scalesim_predict(layers, cfg)
     return out, (time.perf_counter() - start) / repeat / len(layers)
 
 

@@ -13,20 +13,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-from scalesim_runner import ScaleSimConfig, ScaleSimLayer, arch_point, layer_graph  # noqa: E402
+from dse.peers import scalesim_trace
+from hwmodels.systolic.cost import gemm_cost
+from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer
 
-from hwmodels.systolic.cost import gemm_cost  # noqa: E402
-from mappers.systolic.fold import SystolicFoldMapper  # noqa: E402
-from templates.systolic import SystolicTemplate  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 COMPONENTS = ("compute", "stall", "prefetch", "drain", "ifmap_reads", "filter_reads")
 
@@ -34,8 +30,8 @@ COMPONENTS = ("compute", "stall", "prefetch", "drain", "ifmap_reads", "filter_re
 def compare(entry: dict) -> tuple[str, dict[str, tuple[float, float]]]:
     """(dataflow, {component: (model, SCALE-Sim)}) of one cached run."""
     layer, cfg, ref = ScaleSimLayer(**entry["layer"]), ScaleSimConfig(**entry["config"]), entry["report"]
-    arch = SystolicTemplate().instantiate(arch_point(cfg))
-    cost = gemm_cost(SystolicFoldMapper().map(layer_graph([layer]), arch).ops[layer.name].extra["gemm"], arch)
+    trace = scalesim_trace([layer], cfg)
+    cost = gemm_cost(trace.mapping.ops[layer.name].extra["gemm"], trace.arch)
     return cfg.dataflow, {
         "total": (cost.scalesim_total_cycles, ref["total_cycles_incl_prefetch"]),
         "compute": (cost.compute_cycles - 1, ref["compute_cycles"] - ref["stall_cycles"]),

@@ -30,7 +30,6 @@ seed), so ``--strategies`` picks which to run.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 import warnings
@@ -41,8 +40,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 SPEC = Path(__file__).resolve().parents[1] / "designs" / "quickstart.yaml"
 TARGET = 0.98

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import sys
 
+from dse.evaluate import PointEvaluator
 from dse.zoo import build
-from hwmodels.systolic.model import SystolicModel
-from mappers.systolic.fold import SystolicFoldMapper
-from templates.systolic import SystolicTemplate
 
 BASE = {"rows": 64, "cols": 64, "dataflow": "ws", "sram_kib": 768, "dram_gbps": 25.6, "tech": "asic-16nm"}
 VARIANTS = {
@@ -29,10 +27,8 @@ VARIANTS = {
 
 def main() -> None:
     graph = build("mobilenet_v1", batch=1, precision="int8")
-    results = {}
-    for name, extra in VARIANTS.items():
-        arch = SystolicTemplate().instantiate({**BASE, **extra})
-        results[name] = SystolicModel().evaluate(SystolicFoldMapper().map(graph, arch), arch)
+    evaluator = PointEvaluator(graph, "systolic", "fold", fixed=BASE)
+    results = {name: evaluator(extra) for name, extra in VARIANTS.items()}
     base = results["dense"]
     print(
         f"{'variant':<24} {'util %':>7} {'latency ms':>11} {'MACs M':>8} {'util vs dense':>14} {'latency vs dense':>17}"

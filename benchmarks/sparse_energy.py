@@ -9,11 +9,9 @@ crossover density (bitmask pays off over a wider range than coordinate lists at 
 
 from __future__ import annotations
 
+from dse.evaluate import PointEvaluator
 from dse.graph import GraphBuilder, OpSparsity
 from dse.importers.sparsity import with_sparsity
-from hwmodels.systolic.model import SystolicModel
-from mappers.systolic.fold import SystolicFoldMapper
-from templates.systolic import SystolicTemplate
 
 DENSITIES = (1.0, 0.8, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
 DESIGNS = [("gate", "bitmask"), ("gate", "rle"), ("skip", "bitmask"), ("skip", "csr")]
@@ -26,8 +24,7 @@ def layer_energy_uj(density: float, mac: str | None, rep: str) -> float:
     point = {"rows": 32, "cols": 32, "dataflow": "ws", "sram_kib": 384, "tech": "asic-16nm"}
     if mac:
         point.update(sparsity_support=True, sparse_mac=mac, sparse_rep=rep)
-    arch = SystolicTemplate().instantiate(point)
-    return SystolicModel().evaluate(SystolicFoldMapper().map(graph, arch), arch).values["energy_mj"] * 1e3
+    return PointEvaluator(graph, "systolic", "fold")(point).values["energy_mj"] * 1e3
 
 
 def main() -> None:

@@ -6,11 +6,8 @@ many layers' compute cycles match exactly and the total-cycle and DRAM-traffic e
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from scalesim_runner import ScaleSimConfig, ScaleSimLayer, predict, run_scalesim  # noqa: E402
+from dse.peers import scalesim_predict
+from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, run_scalesim
 
 SHAPES = [  # (name, H, W, R, S, C, K, stride): channel counts divisible by M and not
     ("c3x3_c16", 18, 18, 3, 3, 16, 24, 1),
@@ -40,7 +37,7 @@ def main() -> None:
             for nm in PATTERNS:
                 layers = [ScaleSimLayer(*s, sparsity=nm) for s in SHAPES]
                 cfg = ScaleSimConfig(rows, cols, df, 8, 8, 8, "CALC", sparsity_support=True)
-                pairs = list(zip(predict(layers, cfg), run_scalesim(layers, cfg)))
+                pairs = list(zip(scalesim_predict(layers, cfg), run_scalesim(layers, cfg)))
                 exact = sum(o["compute_cycles"] == r["compute_cycles"] for o, r in pairs)
 
                 tot = _errors(pairs, "total_cycles_incl_prefetch")

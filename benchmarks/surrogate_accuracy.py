@@ -9,21 +9,18 @@ Targets: held-out-workload R^2 >= 0.98 and MAPE <= 5 % for latency (also reporte
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
+from dse.peers import wa_hls4ml_predict
+from dse.spec import load_spec
+from surrogates.dataset import build_dataset, workloads_from_args
+from surrogates.evaluate import accuracy, baseline_accuracy, design_accuracy, format_table
+from surrogates.ingest import FPGA_TARGETS, read_wa_hls4ml, train_measured
+from surrogates.model import SurrogateModel
+from surrogates.train import heldout_split
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import numpy as np  # noqa: E402
-
-from dse.spec import load_spec  # noqa: E402
-from surrogates.dataset import build_dataset, workloads_from_args  # noqa: E402
-from surrogates.evaluate import accuracy, baseline_accuracy, design_accuracy, format_table  # noqa: E402
-from surrogates.model import SurrogateModel  # noqa: E402
-from surrogates.train import heldout_split  # noqa: E402
 
 WORKLOADS = [
     "resnet50",
@@ -70,20 +67,13 @@ def wa_hls4ml(args: argparse.Namespace) -> None:
     if not WA_CSV.is_file():
         print(f"\nwa-hls4ml: {WA_CSV} not found; skipped")
         return
-    from surrogates.ingest import FPGA_TARGETS, read_wa_hls4ml, train_measured
-
     frame = read_wa_hls4ml(WA_CSV)
     result = train_measured(frame, "gb")
     test = result["test"]
     truth = frame[test].reset_index(drop=True)
     analytical = None
     try:
-        import fpga_wa_hls4ml as fpga_bench
-
-        rows = fpga_bench.load_rows(WA_CSV)
-        predicted = fpga_bench.predict(rows)
-        key = rows["model_string"].astype(str) + "|" + rows["prec"].astype(str) + "|" + rows["rf"].astype(str)
-        analytical = dict(zip(key, predicted.to_dict("records")))
+        analytical = wa_hls4ml_predict(frame)[test].reset_index(drop=True)
     except Exception as exc:  # the FPGA model is another engineer's work in progress: report, do not fail
         print(f"analytical FPGA model not compared: {type(exc).__name__}: {exc}")
     print(
@@ -95,18 +85,11 @@ def wa_hls4ml(args: argparse.Namespace) -> None:
         f"  {'target':<16} {'surrogate R^2':>14} {'MAPE %':>8} {'p50 %':>7} {'p95 %':>7}   "
         f"{'analytical p50 %':>16} {'p95 %':>7}"
     )
-    keys = (
-        truth["network"].astype(str)
-        + "|"
-        + truth["prec"].astype(int).astype(str)
-        + "|"
-        + truth["reuse_factor"].astype(int).astype(str)
-    )
     for target in FPGA_TARGETS:
         m = accuracy(truth[target].to_numpy(), result["predictions"][target].to_numpy())
         a_text = ""
         if analytical is not None:
-            a_pred = np.array([analytical[k][target] for k in keys], dtype=float)
+            a_pred = analytical[target].to_numpy(dtype=float)
             a = accuracy(truth[target].to_numpy(), a_pred)
             a_text = f"{a['p50']:>16.2f} {a['p95']:>7.2f}"
         print(f"  {target:<16} {m['r2']:>14.4f} {m['mape']:>8.2f} {m['p50']:>7.2f} {m['p95']:>7.2f}   {a_text}")

@@ -17,27 +17,24 @@ calibrated on these very rows, so it has seen the held-out family), and the GPU 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from hwmodels.gpu.calibrate import OP_KINDS, fit, predict_seconds, read_llmcompass, with_tuning  # noqa: E402
-from surrogates.evaluate import accuracy  # noqa: E402
-from surrogates.ingest import FPGA_TARGETS, read_wa_hls4ml, train_measured  # noqa: E402
-from surrogates.measured import measured_dataset, read_gpu_csv, sweep_families  # noqa: E402
-from surrogates.measured_eval import (  # noqa: E402
+from hwmodels.gpu.calibrate import OP_KINDS, fit, predict_seconds, read_llmcompass, with_tuning
+from surrogates.evaluate import accuracy
+from surrogates.ingest import FPGA_TARGETS, read_wa_hls4ml, train_measured
+from surrogates.measured import measured_dataset, read_gpu_csv, sweep_families
+from surrogates.measured_eval import (
     FPGA_REPORTED,
     format_comparison,
     group_out_comparison,
     heldout_comparison,
 )
-from templates.gpu import GpuTemplate  # noqa: E402
+from templates.gpu import GpuTemplate
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SHARED = ROOT.parent / "shared" / "data"
 WA = SHARED / "wa-hls4ml" / "wa_2layer_subset.csv"

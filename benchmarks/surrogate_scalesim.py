@@ -23,19 +23,17 @@ Target: held-out latency R^2 >= 0.98 and MAPE <= 5 %.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from dse.spec import load_spec
+from surrogates.dataset import build_dataset, workloads_from_args
+from surrogates.evaluate import baseline_accuracy, design_accuracy, format_table
+from surrogates.model import SurrogateModel
+from surrogates.scalesim_truth import ScaleSimTruth, default_cache_dir
+from surrogates.train import heldout_split
 
-from dse.spec import load_spec  # noqa: E402
-from surrogates.dataset import build_dataset, workloads_from_args  # noqa: E402
-from surrogates.evaluate import baseline_accuracy, design_accuracy, format_table  # noqa: E402
-from surrogates.model import SurrogateModel  # noqa: E402
-from surrogates.scalesim_truth import ScaleSimTruth, default_cache_dir  # noqa: E402
-from surrogates.train import heldout_split  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TRAINING = ["small_cnn", "jet_mlp", "mobilenet_v1:resolution=64"]
 

@@ -12,19 +12,17 @@ design, and one tree walk per design).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from dse.evaluate import PointEvaluator
+from dse.spec import load_spec
+from dse.zoo import build
+from surrogates import features as feat
+from surrogates.dataset import build_dataset, stratified_points, workloads_from_args
+from surrogates.model import SurrogateModel
 
-from dse.evaluate import PointEvaluator  # noqa: E402
-from dse.spec import load_spec  # noqa: E402
-from dse.zoo import build  # noqa: E402
-from surrogates import features as feat  # noqa: E402
-from surrogates.dataset import build_dataset, stratified_points, workloads_from_args  # noqa: E402
-from surrogates.model import SurrogateModel  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def rate(model: SurrogateModel, graph, points, fixed, ops, repeats: int = 3) -> float:

@@ -20,19 +20,17 @@ Target: held-out latency R^2 >= 0.98 and MAPE <= 5 %.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from dse.spec import load_spec
+from surrogates.contract_model import fit_surrogate
+from surrogates.dataset import build_dataset, workloads_from_args
+from surrogates.evaluate import baseline_accuracy, design_accuracy, format_table
+from surrogates.layer_dataset import build_layer_dataset
+from surrogates.train import heldout_split
 
-from dse.spec import load_spec  # noqa: E402
-from surrogates.contract_model import fit_surrogate  # noqa: E402
-from surrogates.dataset import build_dataset, workloads_from_args  # noqa: E402
-from surrogates.evaluate import baseline_accuracy, design_accuracy, format_table  # noqa: E402
-from surrogates.layer_dataset import build_layer_dataset  # noqa: E402
-from surrogates.train import heldout_split  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 ZOO_MIX = [
     "mobilenet_v1",

@@ -15,26 +15,24 @@ Targets: held-out latency R^2 >= 0.95 (the closed-form baseline without the walk
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
+import surrogates.baseline
+from dse.evaluate import PointEvaluator
+from dse.spec import load_spec
+from dse.workload import load_workload
+from hwmodels.systolic.user_mode import clear_user_mode_cache
+from hwmodels.systolic.user_mode_batch import clear_batch_cache
+from surrogates import features as feat
+from surrogates.dataset import build_dataset, workloads_from_args
+from surrogates.evaluate import baseline_accuracy, design_accuracy, format_table
+from surrogates.model import SurrogateModel
+from surrogates.train import heldout_split
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import numpy as np  # noqa: E402
-
-import surrogates.baseline  # noqa: E402
-from dse.evaluate import PointEvaluator  # noqa: E402
-from dse.spec import load_spec  # noqa: E402
-from dse.workload import load_workload  # noqa: E402
-from hwmodels.systolic.user_mode import clear_user_mode_cache  # noqa: E402
-from hwmodels.systolic.user_mode_batch import clear_batch_cache  # noqa: E402
-from surrogates import features as feat  # noqa: E402
-from surrogates.dataset import build_dataset, workloads_from_args  # noqa: E402
-from surrogates.evaluate import baseline_accuracy, design_accuracy, format_table  # noqa: E402
-from surrogates.model import SurrogateModel  # noqa: E402
-from surrogates.train import heldout_split  # noqa: E402
 
 WORKLOADS = ["small_cnn", "mobilenet_v1", "bert_base:num_layers=1", "jet_mlp", "resnet18"]
 

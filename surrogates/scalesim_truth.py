@@ -33,9 +33,7 @@ import numpy as np
 from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.executors import Executor
-from hwmodels.systolic.compute import LoweredGemm
-from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, run_scalesim
-from templates.systolic import SystolicArch
+from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, run_scalesim, scalesim_config, scalesim_layer
 
 SCALESIM_VERSION = "3.0.0"  # part of every cache key: another simulator version simulates again
 TRUTH_FIGURE = "total_cycles_incl_prefetch"  # SCALE-Sim's latency of one layer (the fill included)
@@ -45,52 +43,6 @@ WHERE = "template.params"
 def default_cache_dir() -> Path:
     """``$XDG_CACHE_HOME/dse/scalesim`` (``~/.cache/dse/scalesim``): shared by every dataset build."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dse" / "scalesim"
-
-
-def scalesim_config(arch: SystolicArch) -> ScaleSimConfig:
-    """The SCALE-Sim configuration of a systolic design (as the validation tests map it), or a UserError.
-
-    ``per_operand`` -> USER mode at the design's DRAM words/cycle, rounded to a whole word as the
-    model's own USER emulation does; ``unlimited`` -> CALC. SRAMs in SCALE-Sim's kB of 1024 words.
-    """
-    design = f"design rows={arch.rows} cols={arch.cols} dataflow={arch.dataflow} dram_mode={arch.dram_mode}"
-    if arch.dram_mode == "shared":
-        raise UserError(
-            f"{design}: SCALE-Sim has no shared DRAM channel; --truth scalesim needs dram_mode "
-            "per_operand (SCALE-Sim USER bandwidth) or unlimited (SCALE-Sim CALC)",
-            where=WHERE,
-        )
-    if arch.sparsity_support:
-        raise UserError(f"{design}: --truth scalesim runs dense layers; set sparsity_support: false", where=WHERE)
-    kb = {}
-    for which in ("ifmap", "filter", "ofmap"):
-        words = arch.sram_words(which)
-        if words % 1024 or words == 0:
-            raise UserError(
-                f"{design}: the {which} SRAM holds {words} words, not a whole number of SCALE-Sim's "
-                "1024-word kB; choose SRAM sizes (KiB x word bytes) that are",
-                where=WHERE,
-            )
-        kb[which] = words // 1024
-    user = arch.dram_mode == "per_operand"
-    bandwidth = max(1, round(arch.dram_words_per_cycle)) if user else 10
-    mode = "USER" if user else "CALC"
-    return ScaleSimConfig(arch.rows, arch.cols, arch.dataflow, kb["ifmap"], kb["filter"], kb["ofmap"], mode, bandwidth)
-
-
-def scalesim_layer(gemm: LoweredGemm, op_name: str) -> ScaleSimLayer:
-    """The SCALE-Sim layer of one lowered GEMM copy: the smallest unpadded image whose ceil-sized
-    output is the op's P x Q (so M, K, N are the op's; a matmul is a 1 x M image of K channels)."""
-    g = gemm.geometry
-    if gemm.window_pattern is not None:
-        raise UserError(f"op {op_name!r} is sparse; --truth scalesim runs dense layers", where=WHERE)
-    if g.stride_h != g.stride_w:
-        raise UserError(
-            f"op {op_name!r} has strides {g.stride_h}x{g.stride_w}; SCALE-Sim has one stride per layer", where=WHERE
-        )
-    height = (g.P - 1) * g.stride_h + g.R
-    width = (g.Q - 1) * g.stride_w + g.S
-    return ScaleSimLayer("layer", height, width, g.R, g.S, g.C, gemm.N, g.stride_h)
 
 
 @dataclass(frozen=True)

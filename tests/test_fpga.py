@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -10,11 +9,13 @@ import pytest
 from dse import zoo
 from dse.evaluate import PointEvaluator
 from dse.graph import GraphBuilder
+from dse.peers import wa_hls4ml_errors, wa_hls4ml_predict
 from dse.spec import load_spec
 from hwmodels.catalogs.fpga import UnknownPartError, get_part, part_names
 from hwmodels.fpga.cost import bram18_blocks, dsp_per_mult
 from mappers.base import MappingError
 from mappers.fpga import FpgaDataflowMapper, closest_reuse_factor, valid_reuse_factors
+from surrogates.ingest import network_split, read_wa_hls4ml
 from templates.base import TemplateError
 from templates.fpga_dataflow import FpgaDataflowTemplate
 
@@ -124,22 +125,14 @@ def test_designs_load_and_their_first_point_evaluates(name):
     assert evaluator(point)["latency_cycles"] > 0
 
 
-def _benchmark():
-    path = ROOT / "benchmarks" / "fpga_wa_hls4ml.py"
-    spec = importlib.util.spec_from_file_location("fpga_wa_hls4ml", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.skipif(not WA_DATA.is_file(), reason=f"wa-hls4ml reference data not found at {WA_DATA}")
 def test_model_meets_the_wa_hls4ml_targets_on_held_out_networks():
-    bench = _benchmark()
-    rows = bench.load_rows(WA_DATA)
-    table = bench.errors(rows, bench.predict(rows))
+    rows = read_wa_hls4ml(WA_DATA)
+    table = wa_hls4ml_errors(rows, wa_hls4ml_predict(rows))
     test = table[table["half"] == "test"].set_index("target")
     assert set(test.index) == {"latency_cycles", "ii_cycles", "dsp", "lut", "ff", "bram"}
     for target, row in test.iterrows():
         assert row["median_ape_%"] <= row["limit_%"], f"{target}: {row['median_ape_%']:.1f}% > {row['limit_%']}%"
-    assert rows["calibration"].any() and (~rows["calibration"]).any()
-    assert not set(rows[rows["calibration"]]["model_string"]) & set(rows[~rows["calibration"]]["model_string"])
+    held_out = network_split(rows)
+    assert held_out.any() and (~held_out).any()
+    assert not set(rows[held_out]["network"]) & set(rows[~held_out]["network"])

@@ -254,7 +254,7 @@ def test_cross_validated_error_meets_the_targets_and_matches_the_stored_calibrat
     for kind in ("softmax", "layernorm", "GELU"):
         assert report.shipped[kind] > 3 * cv[kind]  # the uncalibrated model misses the per-call cost
     stored = calibration_for("a100_80gb")
-    assert stored is not None, "run benchmarks/gpu_calibrate.py --write"
+    assert stored is not None, "run tools/gpu_calibrate.py --write"
     for kind, error in stored.cv_mape.items():
         assert error == pytest.approx(cv[kind], abs=0.5), kind
     assert stored.tuning.compute_fraction == pytest.approx(report.fit.tuning.compute_fraction, rel=0.02)

@@ -1,4 +1,4 @@
-"""The CPU path of benchmarks/gpu_measure.py: it runs, times every quick shape and records how."""
+"""The CPU path of tools/gpu_measure.py: it runs, times every quick shape and records how."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-pytest.importorskip("torch", reason="PyTorch is not installed; benchmarks/gpu_measure.py needs it")
+pytest.importorskip("torch", reason="PyTorch is not installed; tools/gpu_measure.py needs it")
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _load_script():
-    spec = importlib.util.spec_from_file_location("gpu_measure", ROOT / "benchmarks" / "gpu_measure.py")
+    spec = importlib.util.spec_from_file_location("gpu_measure", ROOT / "tools" / "gpu_measure.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["gpu_measure"] = module
     spec.loader.exec_module(module)

@@ -220,3 +220,105 @@ def test_the_checker_sees_what_it_must():
     assert layer_of("hwmodels.systolic.model") == 4 and layer_of("hwmodels.systolic.pricing") == 2
     assert layer_of("hwmodels.accuracy") == 4 and layer_of("hwmodels.accuracy.hls_emulator") == 4
     assert layer_of("dse.cli") == 8 and layer_of("dse.report.figures") == 6 and layer_of("dse.evaluators") == 7
+
+
+# ---------------------------------------------------------------------------------------------------
+# Scripts and tests are clients of the installed package: no path hacks, no imports across folders
+# ---------------------------------------------------------------------------------------------------
+SCRIPT_FOLDERS = ("benchmarks", "tests", "tools")
+PATH_EDIT = re.compile(r"sys\.path\s*(\.\s*(insert|append|extend)\b|\+?=)")
+
+
+def _script_files(folder: str) -> list[Path]:
+    """The Python files of ``folder``; this checker, which names the folders it checks, left out."""
+    return sorted(path for path in (ROOT / folder).rglob("*.py") if path != Path(__file__).resolve())
+
+
+def _module_names(folder: str) -> set[str]:
+    """The names a file of ``folder`` could be imported by when that folder is on the path."""
+    return {path.stem for path in _script_files(folder)} | {folder}
+
+
+def _imported_roots(tree: ast.AST) -> list[tuple[str, int]]:
+    """(first component of every absolute import, line) of one parsed file."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((alias.name.split(".")[0], node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.append((node.module.split(".")[0], node.lineno))
+    return found
+
+
+def _path_edits(tree: ast.AST) -> list[int]:
+    """Lines that touch ``sys.path`` (an edit, or code handed to another interpreter that makes one)."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", None) == "sys":
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and PATH_EDIT.search(node.value):
+            lines.append(node.lineno)
+    return lines
+
+
+def _names_a_file_of(tree: ast.AST, folder: str) -> list[int]:
+    """Lines that build a path into ``folder`` (``ROOT / "folder"``, ``"folder/x.py"``): loading its files."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and (node.value == folder or re.fullmatch(rf"{folder}/[\w/]+\.py", node.value))
+    ]
+
+
+@pytest.mark.parametrize("folder", SCRIPT_FOLDERS)
+def test_scripts_and_tests_do_not_edit_sys_path(folder):
+    edits = [
+        f"{path.relative_to(ROOT)} line {line}"
+        for path in _script_files(folder)
+        for line in _path_edits(ast.parse(path.read_text()))
+    ]
+    assert not edits, "sys.path edited (the package is installed; import it as a user does):\n" + "\n".join(edits)
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported"), [("benchmarks", "tests"), ("tools", "tests"), ("tests", "benchmarks")]
+)
+def test_no_imports_across_benchmarks_and_tests(importer, imported):
+    names = _module_names(imported)
+    crossing = []
+    for path in _script_files(importer):
+        tree = ast.parse(path.read_text())
+        crossing += [f"{path.relative_to(ROOT)} line {n}: imports {m}" for m, n in _imported_roots(tree) if m in names]
+        crossing += [
+            f"{path.relative_to(ROOT)} line {n}: loads a file of {imported}/" for n in _names_a_file_of(tree, imported)
+        ]
+    assert not crossing, f"{importer}/ reaches into {imported}/ (move what it needs into the library):\n" + "\n".join(
+        crossing
+    )
+
+
+@pytest.mark.parametrize("folder", ["benchmarks", "tools"])
+def test_scripts_do_not_import_each_other(folder):
+    names = _module_names(folder) - {folder}
+    shared = [
+        f"{path.relative_to(ROOT)} line {n}: imports {m}"
+        for path in _script_files(folder)
+        for m, n in _imported_roots(ast.parse(path.read_text()))
+        if m in names and m != path.stem
+    ]
+    assert not shared, f"{folder}/ scripts import each other (what they share belongs in the library):\n" + "\n".join(
+        shared
+    )
+
+
+def test_the_script_checks_see_what_they_must():
+    """The checks find a path edit, an import across folders and a path into another folder."""
+    edit = "sys.path" + '.insert(0, "x")'  # split, so this file does not flag itself
+    tree = ast.parse(f'import sys\n{edit}\nimport scalesim_runner\np = ROOT / "benchmarks" / "a.py"\n')
+    assert _path_edits(tree) == [2]
+    assert _path_edits(ast.parse(f"code = {edit!r}")) == [1]
+    assert ("scalesim_runner", 3) in _imported_roots(tree)
+    assert _names_a_file_of(tree, "benchmarks") == [4]
+    assert _names_a_file_of(ast.parse('s = "calibrated on benchmarks/gpu_measure.py"'), "benchmarks") == []

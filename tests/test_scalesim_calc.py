@@ -8,31 +8,26 @@ all three dataflows and a non-square array.
 from __future__ import annotations
 
 import csv
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scalesim_runner import ScaleSimConfig, ScaleSimLayer, arch_point, layer_graph, run_scalesim  # noqa: E402
-
-from hwmodels.systolic.memory import epoch_words  # noqa: E402
-from hwmodels.systolic.scalesim_calc import (  # noqa: E402
+from dse.peers import scalesim_trace
+from hwmodels.systolic.memory import epoch_words
+from hwmodels.systolic.scalesim_calc import (
     calc_dram_reads,
     calc_dram_reads_replayed,
     epoch_reads,
     repeated_blocks_reads,
 )
-from mappers.systolic.fold import SystolicFoldMapper  # noqa: E402
-from templates.systolic import SystolicTemplate  # noqa: E402
+from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, run_scalesim
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "scalesim" / "resnet18_per_layer.csv"
 
 
 def _gemm_and_arch(layer: ScaleSimLayer, cfg: ScaleSimConfig):
-    arch = SystolicTemplate().instantiate(arch_point(cfg))
-    gemm = SystolicFoldMapper().map(layer_graph([layer]), arch).ops[layer.name].extra["gemm"]
-    return gemm, arch
+    trace = scalesim_trace([layer], cfg)
+    return trace.mapping.ops[layer.name].extra["gemm"], trace.arch
 
 
 def _calc_rows() -> list[dict]:

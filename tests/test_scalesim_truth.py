@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 
 from dse.errors import UserError
+from dse.peers import scalesim_predict
 from dse.spec import load_spec
 from dse.workload import load_workload
 from hwmodels.systolic.compute import ConvGeometry, LoweredGemm
+from hwmodels.systolic.scalesim_run import scalesim_config, scalesim_layer
 from surrogates.dataset import build_dataset, workloads_from_args
-from surrogates.scalesim_truth import LayerCache, ScaleSimTruth, SimJob, scalesim_config, scalesim_layer
+from surrogates.scalesim_truth import LayerCache, ScaleSimTruth, SimJob
 from templates.systolic import SystolicTemplate
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from scalesim_runner import predict  # noqa: E402
 
 SPEC = """\
 name: tiny-scalesim-truth
@@ -108,7 +108,7 @@ def test_dataset_with_scalesim_truth_is_cached_and_consistent(tmp_path):
         layer = scalesim_layer(LoweredGemm(25, 72, 16, 1, geometry), "conv2")
         report = cache.get(SimJob(layer, scalesim_config(arch)))
         assert row["cycles"] == report["total_cycles_incl_prefetch"]
-        ours = predict([layer], scalesim_config(arch))[0]["total_cycles_incl_prefetch"]
+        ours = scalesim_predict([layer], scalesim_config(arch))[0]["total_cycles_incl_prefetch"]
         assert ours == pytest.approx(row["cycles"], rel=0.05)
     again = ScaleSimTruth(tmp_path / "cache")
     rerun = build_dataset(*args, executor="serial", scalesim=again)

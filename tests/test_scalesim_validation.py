@@ -13,13 +13,12 @@ Also here: fused activations (``OpMapping.resident_output`` / ``resident_inputs`
 from __future__ import annotations
 
 import csv
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scalesim_runner import ScaleSimConfig, ScaleSimLayer, predict, run_scalesim  # noqa: E402
+from dse.peers import scalesim_predict
+from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, run_scalesim
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "scalesim" / "resnet18_per_layer.csv"
 TRAFFIC = ("dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes")
@@ -57,7 +56,7 @@ def _compare(rows: list[dict]) -> list[tuple[dict, dict]]:
     ]
     return list(
         zip(
-            predict(layers, cfg),
+            scalesim_predict(layers, cfg),
             [
                 {
                     k: float(v) if k != "layer" else v
@@ -136,7 +135,7 @@ def live_calc() -> dict[str, list[tuple[dict, dict]]]:
     out = {}
     for df in ("os", "ws", "is"):
         cfg = ScaleSimConfig(16, 8, df, 4, 4, 4, "CALC")  # non-square array, small SRAMs
-        out[df] = list(zip(predict(LIVE_LAYERS, cfg), run_scalesim(LIVE_LAYERS, cfg)))
+        out[df] = list(zip(scalesim_predict(LIVE_LAYERS, cfg), run_scalesim(LIVE_LAYERS, cfg)))
     return out
 
 
@@ -167,7 +166,7 @@ def test_live_user_mode(df, rows, cols):
     window walks round them many times; reads exact, cycles within 2 % on average."""
     pytest.importorskip("scalesim")
     cfg = ScaleSimConfig(rows, cols, df, 4, 4, 4, "USER", 10)
-    pairs = list(zip(predict(LIVE_USER_LAYERS, cfg), run_scalesim(LIVE_USER_LAYERS, cfg)))
+    pairs = list(zip(scalesim_predict(LIVE_USER_LAYERS, cfg), run_scalesim(LIVE_USER_LAYERS, cfg)))
     for ours, ref in pairs:
         assert ours["compute_cycles"] == ref["compute_cycles"] - ref["stall_cycles"], ref["layer"]
         assert ours["dram_ifmap_reads"] == ref["dram_ifmap_reads"], ref["layer"]
@@ -191,7 +190,7 @@ def test_live_user_mode_is_non_square():
     reads are exact, the stall-free compute exact and the total (fill, read stalls, drain) within 2 %."""
     pytest.importorskip("scalesim")
     cfg = ScaleSimConfig(16, 8, "is", 4, 4, 4, "USER", 13)
-    pairs = list(zip(predict(LIVE_IS_LAYERS, cfg), run_scalesim(LIVE_IS_LAYERS, cfg)))
+    pairs = list(zip(scalesim_predict(LIVE_IS_LAYERS, cfg), run_scalesim(LIVE_IS_LAYERS, cfg)))
     for ours, ref in pairs:
         assert ours["compute_cycles"] == ref["compute_cycles"] - ref["stall_cycles"], ref["layer"]
         assert ours["dram_ifmap_reads"] == ref["dram_ifmap_reads"], ref["layer"]

@@ -11,13 +11,10 @@ that are not square.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scalesim_runner import ScaleSimConfig, ScaleSimLayer, predict, run_scalesim  # noqa: E402
+from dse.peers import scalesim_predict
+from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, run_scalesim
 
 LAYERS = [
     ScaleSimLayer("conv_2of4", 16, 16, 3, 3, 8, 20, 1, "2:4"),
@@ -48,7 +45,7 @@ def runs() -> dict[str, list[tuple[dict, dict]]]:
     out = {}
     for df, rows, cols, rep in CASES:
         cfg = ScaleSimConfig(rows, cols, df, 4, 4, 4, "CALC", sparsity_support=True, sparse_rep=rep)
-        out[f"{df}-{rows}x{cols}"] = list(zip(predict(LAYERS, cfg), run_scalesim(LAYERS, cfg)))
+        out[f"{df}-{rows}x{cols}"] = list(zip(scalesim_predict(LAYERS, cfg), run_scalesim(LAYERS, cfg)))
     return out
 
 
@@ -88,7 +85,7 @@ def test_sparse_run_is_faster_than_dense(runs):
     """The check can fail: a 2:4 layer must take fewer cycles than the same layer dense."""
     pytest.importorskip("scalesim")
     dense_cfg = ScaleSimConfig(12, 8, "os", 4, 4, 4, "CALC")
-    dense = predict([ScaleSimLayer("conv_2of4", 16, 16, 3, 3, 8, 20, 1)], dense_cfg)[0]
+    dense = scalesim_predict([ScaleSimLayer("conv_2of4", 16, 16, 3, 3, 8, 20, 1)], dense_cfg)[0]
     sparse = next(o for o, r in runs["os-12x8"] if r["layer"] == "conv_2of4")
     assert sparse["compute_cycles"] < dense["compute_cycles"]
     assert sparse["dram_filter_reads"] == dense["dram_filter_reads"] / 2
@@ -99,5 +96,5 @@ def test_optimized_mapping_compute_cycles_exact():
     pytest.importorskip("scalesim")
     layers = [ScaleSimLayer("conv", 12, 12, 3, 3, 8, 18, 1, "2:4"), ScaleSimLayer("fc", 1, 1, 1, 1, 50, 20, 1, "1:4")]
     cfg = ScaleSimConfig(16, 8, "ws", 4, 4, 4, "CALC", sparsity_support=True, optimized_mapping=True, block_size=4)
-    for ours, ref in zip(predict(layers, cfg), run_scalesim(layers, cfg)):
+    for ours, ref in zip(scalesim_predict(layers, cfg), run_scalesim(layers, cfg)):
         assert ours["compute_cycles"] == ref["compute_cycles"], ref["layer"]

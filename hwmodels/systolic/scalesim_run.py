@@ -1,11 +1,16 @@
-"""Run SCALE-Sim 3.0.0 itself on a few layers and read back its reports.
+"""SCALE-Sim 3.0.0 next to the systolic family: the one adapter between the two.
 
-The one driver of the real simulator: the validation tests and benchmarks (through
-``tests/scalesim_runner.py``) and ``dse surrogate dataset --truth scalesim``
-(``surrogates.scalesim_truth``) all run the peer this way. SCALE-Sim is driven through its
-Python API in a temporary directory; it needs a ``[layout]`` section and a layout file even when no
-custom layout is used, and in USER mode it reads the ifmap/filter DRAM bandwidth from the layout
-section's ``*SRAMBankBandwidth`` (the ofmap one from ``Bandwidth``), so both are set to ``user_bw``.
+It runs the real simulator on a few layers and reads its reports back, and translates both ways
+between SCALE-Sim's inputs and ours: a SCALE-Sim config <-> a systolic design point
+(:func:`arch_point`, :func:`scalesim_config`), SCALE-Sim layers <-> our graph and lowered GEMMs
+(:func:`layer_graph`, :func:`scalesim_layer`), and our per-layer figures under SCALE-Sim's report
+names (:func:`layer_figures`). The validation tests, the benchmarks and
+``dse surrogate dataset --truth scalesim`` (``surrogates.scalesim_truth``) all use it.
+
+SCALE-Sim is driven through its Python API in a temporary directory; it needs a ``[layout]``
+section and a layout file even when no custom layout is used, and in USER mode it reads the
+ifmap/filter DRAM bandwidth from the layout section's ``*SRAMBankBandwidth`` (the ofmap one from
+``Bandwidth``), so both are set to ``user_bw``.
 """
 
 from __future__ import annotations
@@ -13,10 +18,22 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import math
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from dse.errors import UserError
+from dse.graph import Graph, GraphBuilder
+from dse.importers.sparsity import parse_pattern, with_sparsity
+from hwmodels.systolic.compute import LoweredGemm
+from hwmodels.systolic.cost import gemm_cost
+from hwmodels.systolic.sparse import SparseLowering, scalesim_sparse_report
+from templates.systolic import SystolicArch
+
+TRUTH_WHERE = "template.params"  # where a design SCALE-Sim cannot represent is refused
 
 
 @dataclass(frozen=True)
@@ -208,3 +225,120 @@ def run_scalesim(layers: list[ScaleSimLayer], cfg: ScaleSimConfig, workdir: Path
                 }
             )
     return results
+
+
+# ---------------------------------------------------------------------------------------------------
+# SCALE-Sim's inputs <-> ours
+# ---------------------------------------------------------------------------------------------------
+def arch_point(cfg: ScaleSimConfig) -> dict[str, Any]:
+    """The systolic template point equivalent to a SCALE-Sim config (int8 = SCALE-Sim's 1-byte word).
+
+    CALC -> dram_mode 'unlimited' with the 10 words/cycle SCALE-Sim hard-codes for the initial fill;
+    USER B words/cycle -> dram_mode 'per_operand' at B GB/s (int8, 1000 MHz).
+    """
+    calc = cfg.bw_mode == "CALC"
+    return {
+        "rows": cfg.rows,
+        "cols": cfg.cols,
+        "dataflow": cfg.dataflow,
+        "ifmap_sram_kib": cfg.ifmap_kb,
+        "filter_sram_kib": cfg.filter_kb,
+        "ofmap_sram_kib": cfg.ofmap_kb,
+        "dram_gbps": 10.0 if calc else float(cfg.user_bw),
+        "freq_mhz": 1000.0,
+        "precision": "int8",
+        "dram_mode": "unlimited" if calc else "per_operand",
+        "sparsity_support": cfg.sparsity_support,
+        "sparse_rep": cfg.sparse_rep,
+        "sparsity_optimized_mapping": cfg.optimized_mapping,
+        "sparsity_block_size": cfg.block_size,
+    }
+
+
+def scalesim_config(arch: SystolicArch) -> ScaleSimConfig:
+    """The SCALE-Sim configuration of a systolic design (as the validation tests map it), or a UserError.
+
+    ``per_operand`` -> USER mode at the design's DRAM words/cycle, rounded to a whole word as the
+    model's own USER emulation does; ``unlimited`` -> CALC. SRAMs in SCALE-Sim's kB of 1024 words.
+    """
+    design = f"design rows={arch.rows} cols={arch.cols} dataflow={arch.dataflow} dram_mode={arch.dram_mode}"
+    if arch.dram_mode == "shared":
+        raise UserError(
+            f"{design}: SCALE-Sim has no shared DRAM channel; --truth scalesim needs dram_mode "
+            "per_operand (SCALE-Sim USER bandwidth) or unlimited (SCALE-Sim CALC)",
+            where=TRUTH_WHERE,
+        )
+    if arch.sparsity_support:
+        raise UserError(f"{design}: --truth scalesim runs dense layers; set sparsity_support: false", where=TRUTH_WHERE)
+    kb = {}
+    for which in ("ifmap", "filter", "ofmap"):
+        words = arch.sram_words(which)
+        if words % 1024 or words == 0:
+            raise UserError(
+                f"{design}: the {which} SRAM holds {words} words, not a whole number of SCALE-Sim's "
+                "1024-word kB; choose SRAM sizes (KiB x word bytes) that are",
+                where=TRUTH_WHERE,
+            )
+        kb[which] = words // 1024
+    user = arch.dram_mode == "per_operand"
+    bandwidth = max(1, round(arch.dram_words_per_cycle)) if user else 10
+    mode = "USER" if user else "CALC"
+    return ScaleSimConfig(arch.rows, arch.cols, arch.dataflow, kb["ifmap"], kb["filter"], kb["ofmap"], mode, bandwidth)
+
+
+def scalesim_layer(gemm: LoweredGemm, op_name: str) -> ScaleSimLayer:
+    """The SCALE-Sim layer of one lowered GEMM copy: the smallest unpadded image whose ceil-sized
+    output is the op's P x Q (so M, K, N are the op's; a matmul is a 1 x M image of K channels)."""
+    g = gemm.geometry
+    if gemm.window_pattern is not None:
+        raise UserError(f"op {op_name!r} is sparse; --truth scalesim runs dense layers", where=TRUTH_WHERE)
+    if g.stride_h != g.stride_w:
+        raise UserError(
+            f"op {op_name!r} has strides {g.stride_h}x{g.stride_w}; SCALE-Sim has one stride per layer",
+            where=TRUTH_WHERE,
+        )
+    height = (g.P - 1) * g.stride_h + g.R
+    width = (g.Q - 1) * g.stride_w + g.S
+    return ScaleSimLayer("layer", height, width, g.R, g.S, g.C, gemm.N, g.stride_h)
+
+
+def layer_graph(layers: list[ScaleSimLayer]) -> Graph:
+    """One conv op per SCALE-Sim layer.
+
+    SCALE-Sim's topologies are unpadded, but it sizes the output as ceil((H - R + stride) / stride),
+    one more than floor when the stride does not divide H - R: its last window hangs over the edge
+    (those addresses are never fetched). The same output comes from padding the bottom/right edge.
+    """
+    b = GraphBuilder("scalesim_layers")
+    for ly in layers:
+        x = b.input(f"{ly.name}_in", (1, ly.channels, ly.ifmap_h, ly.ifmap_w))
+        p = math.ceil((ly.ifmap_h - ly.filt_h + ly.stride) / ly.stride)
+        q = math.ceil((ly.ifmap_w - ly.filt_w + ly.stride) / ly.stride)
+        pad_b = (p - 1) * ly.stride + ly.filt_h - ly.ifmap_h
+        pad_r = (q - 1) * ly.stride + ly.filt_w - ly.ifmap_w
+        b.conv(x, ly.num_filters, (ly.filt_h, ly.filt_w), stride=ly.stride, pad=(0, 0, pad_b, pad_r), name=ly.name)
+    graph = b.build()
+    return with_sparsity(graph, {ly.name: parse_pattern(ly.sparsity) for ly in layers if ly.sparsity})
+
+
+def layer_figures(
+    layer: ScaleSimLayer,
+    gemm: LoweredGemm,
+    sparse: SparseLowering | None,
+    arch: SystolicArch,
+    cfg: ScaleSimConfig,
+) -> dict[str, Any]:
+    """Our model's figures for one mapped layer, under SCALE-Sim's report names (as :func:`run_scalesim`)."""
+    cost = gemm_cost(gemm, arch)
+    report = {}
+    if cfg.sparsity_support and layer.sparsity:
+        report = vars(scalesim_sparse_report(sparse.dense, sparse.pattern.n, sparse.pattern.m, cfg.sparse_rep))
+    return {
+        **report,
+        "layer": layer.name,
+        "total_cycles_incl_prefetch": cost.scalesim_total_cycles,
+        "compute_cycles": cost.compute_cycles - 1,
+        "dram_ifmap_reads": cost.ifmap_dram_reads,
+        "dram_filter_reads": cost.filter_dram_reads,
+        "dram_ofmap_writes": cost.ofmap_dram_writes,
+    }

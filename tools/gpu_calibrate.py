@@ -8,11 +8,11 @@ the fit on all rows and of k-fold cross-validation. ``--write`` stores the const
 ``dse explore`` / ``dse compare`` use them for that GPU. ``--check`` predicts other measurement files with the
 stored constants (shapes never fitted).
 
-    .venv/bin/python benchmarks/gpu_calibrate.py                      # A100 80GB, LLMCompass data in ../shared
-    .venv/bin/python benchmarks/gpu_calibrate.py --write
-    .venv/bin/python benchmarks/gpu_calibrate.py --csv hwmodels/data/gpu_measured_h100_graph_fp16.csv \
+    .venv/bin/python tools/gpu_calibrate.py                      # A100 80GB, LLMCompass data in ../shared
+    .venv/bin/python tools/gpu_calibrate.py --write
+    .venv/bin/python tools/gpu_calibrate.py --csv hwmodels/data/gpu_measured_h100_graph_fp16.csv \
         --gpu h100_sxm --precision fp16 --write
-    .venv/bin/python benchmarks/gpu_calibrate.py --check path/to/more_llmcompass_files/
+    .venv/bin/python tools/gpu_calibrate.py --check path/to/more_llmcompass_files/
 """
 
 from __future__ import annotations
@@ -21,12 +21,8 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from hwmodels.catalogs.gpu_tuning import calibration_for, write_calibration, write_sources  # noqa: E402
-from hwmodels.gpu.calibrate import (  # noqa: E402
+from hwmodels.catalogs.gpu_tuning import calibration_for, write_calibration, write_sources
+from hwmodels.gpu.calibrate import (
     OP_KINDS,
     Measurement,
     calibration_entry,
@@ -37,7 +33,9 @@ from hwmodels.gpu.calibrate import (  # noqa: E402
     read_measurements,
     with_tuning,
 )
-from templates.gpu import GpuTemplate  # noqa: E402
+from templates.gpu import GpuTemplate
+
+ROOT = Path(__file__).resolve().parents[1]
 
 LLMCOMPASS_A100 = ROOT.parent / "shared" / "data" / "gpu" / "llmcompass_a100"
 KINDS = ("GEMM", "softmax", "layernorm", "GELU", "all")

@@ -7,11 +7,11 @@ replayed CUDA graph of N calls: the device time without the host's per-call cost
 with warm-up, several repeats and the median, and writes the plain format ``hwmodels.gpu.calibrate`` reads
 (GPU, precision, op, shape, latency, how it was taken) plus the device name, library versions and time of
 the run in every row. ``--fit GPU`` prints the calibration's cross-validated error on the measurement;
-``benchmarks/gpu_calibrate.py --csv FILE --gpu GPU --write`` stores the fitted constants.
+``tools/gpu_calibrate.py --csv FILE --gpu GPU --write`` stores the fitted constants.
 
-    .venv/bin/python benchmarks/gpu_measure.py --out hwmodels/data/gpu_measured_h100.csv --fit h100_sxm
-    .venv/bin/python benchmarks/gpu_measure.py --graph-calls 20 --out hwmodels/data/gpu_measured_h100_graph.csv
-    .venv/bin/python benchmarks/gpu_measure.py --device cpu --quick --out /tmp/cpu.csv
+    .venv/bin/python tools/gpu_measure.py --out hwmodels/data/gpu_measured_h100.csv --fit h100_sxm
+    .venv/bin/python tools/gpu_measure.py --graph-calls 20 --out hwmodels/data/gpu_measured_h100_graph.csv
+    .venv/bin/python tools/gpu_measure.py --device cpu --quick --out /tmp/cpu.csv
 
 Every GEMM-shaped row gives the GEMM the model sees (conv: M = N*P*Q, N = K, K = C*R*S; batched matmul:
 ``count`` independent GEMMs); softmax/layernorm rows are M rows of N, GELU rows M elements.
@@ -30,11 +30,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from hwmodels.gpu.calibrate import PLAIN_COLUMNS
 
-from hwmodels.gpu.calibrate import PLAIN_COLUMNS  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 # The plain measurement format of ``hwmodels.gpu.calibrate`` (GPU, precision, op, shape, latency, how it was
 # taken) first, then what else this script records about the run.
@@ -317,7 +315,7 @@ def write_csv(path: Path, rows: list[Row], info: dict[str, str], gpu: str, warmu
     """The plain measurement format (``COLUMNS``): one row per timed call; ``method`` says how (an 'eager'
     method pays the host's per-call cost in ``hwmodels.gpu.calibrate``, a 'CUDA graph' one does not)."""
     timer = "CUDA events" if info["device"] == "cuda" else "wall clock around a synchronised call"
-    source = f"benchmarks/gpu_measure.py on {info['device_name']}, torch {info['torch']} {info['timestamp']}"
+    source = f"tools/gpu_measure.py on {info['device_name']}, torch {info['torch']} {info['timestamp']}"
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as out:
         writer = csv.DictWriter(out, fieldnames=COLUMNS)
@@ -358,7 +356,7 @@ def fit_and_report(csv_path: Path, gpu: str, precision: str) -> None:
             f"  {kind:<10} uncalibrated {report.shipped.get(kind, float('nan')):6.1f} %   "
             f"cross-validated {error:6.1f} %"
         )
-    print("store the constants with: benchmarks/gpu_calibrate.py --csv", csv_path, "--gpu", gpu, "--write")
+    print("store the constants with: tools/gpu_calibrate.py --csv", csv_path, "--gpu", gpu, "--write")
 
 
 def main(argv: list[str] | None = None) -> int:
