@@ -30,11 +30,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from dse.choices import scalesim_cache_dir  # noqa: E402
 from dse.spec import load_spec  # noqa: E402
 from surrogates.dataset import build_dataset, workloads_from_args  # noqa: E402
 from surrogates.evaluate import baseline_accuracy, design_accuracy, format_table  # noqa: E402
 from surrogates.model import SurrogateModel  # noqa: E402
-from surrogates.scalesim_truth import ScaleSimTruth, default_cache_dir  # noqa: E402
+from surrogates.scalesim_truth import ScaleSimTruth  # noqa: E402
 from surrogates.train import heldout_split  # noqa: E402
 
 TRAINING = ["small_cnn", "jet_mlp", "mobilenet_v1:resolution=64"]
@@ -53,7 +54,7 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=["gb", "rf"])
     ap.add_argument("--levels", nargs="+", default=["op", "design"])
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--cache", default=str(default_cache_dir()), help="SCALE-Sim per-layer report cache")
+    ap.add_argument("--cache", default=str(scalesim_cache_dir()), help="SCALE-Sim per-layer report cache")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
         "--max-cycles",
