@@ -61,8 +61,18 @@ INTEGRATION_MODULES = frozenset(
     }
 )
 
-# "module.py::test name (without parameters)" -> why it runs only with -m slow (what faster test covers it)
-SLOW_TESTS: dict[str, str] = {}
+# "module.py::test_name" (every parameter) or "module.py::test_name[id]" (one) -> why it runs only with
+# -m slow, naming the default test that covers the same code.
+SLOW_TESTS: dict[str, str] = {
+    "test_interrupt.py::test_signal_while_writing_outputs_leaves_no_partial_file[SIGINT]": (
+        "the [SIGTERM] case runs the same cleanup (Terminated is a KeyboardInterrupt, so both signals unwind "
+        "through the same finally blocks); the SIGINT exit code and message are checked by "
+        "test_signal_during_sweep_keeps_points_and_resumes[SIGINT]; each case is a subprocess sweep"
+    ),
+    "test_interrupt.py::test_signal_during_export_leaves_no_partial_project[SIGINT]": (
+        "the [SIGTERM] case runs the same export cleanup; each case is a subprocess sweep plus a g++ build"
+    ),
+}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -73,10 +83,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         module = item.path.stem
         modules.add(module)
         item.add_marker(pytest.mark.integration if module in INTEGRATION_MODULES else pytest.mark.unit)
-        key = f"{item.path.name}::{item.originalname if isinstance(item, pytest.Function) else item.name}"
-        if key in SLOW_TESTS:
-            seen.add(key)
-            item.add_marker(pytest.mark.slow)
+        base = item.originalname if isinstance(item, pytest.Function) else item.name
+        for key in (f"{item.path.name}::{base}", f"{item.path.name}::{item.name}"):  # all parameters, or one
+            if key in SLOW_TESTS:
+                seen.add(key)
+                item.add_marker(pytest.mark.slow)
     stale = [key for key in SLOW_TESTS if key.split(".py::")[0] in modules and key not in seen]
     if stale:
         raise pytest.UsageError(f"tests/conftest.py SLOW_TESTS names tests that do not exist: {', '.join(stale)}")

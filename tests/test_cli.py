@@ -11,6 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from dse.cli import main
+
 ROOT = Path(__file__).resolve().parents[1]
 DESIGNS = ROOT / "designs"
 
@@ -169,20 +171,29 @@ def test_report_on_a_non_run_directory_is_a_user_error(tmp_path: Path) -> None:
     assert result.returncode == 2 and "not a run directory" in result.stderr and "Traceback" not in result.stderr
 
 
+def in_process(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``dse ARGS`` through ``dse.cli.main`` in this process: the same parser and command, without paying a
+    fresh interpreter's imports per call (the subprocess tests above check the real entry point)."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 @pytest.mark.parametrize("spec", sorted(p.name for p in DESIGNS.glob("*.yaml")))
-def test_every_design_validates(spec: str) -> None:
-    result = dse("validate", str(DESIGNS / spec))
-    assert result.returncode == 0, result.stderr
-    assert "ok" in result.stdout
+def test_every_design_validates(spec: str, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    code, out, err = in_process(capsys, "validate", str(DESIGNS / spec))
+    assert code == 0, err
+    assert "ok" in out
 
 
-def test_models_and_params_list_what_exists() -> None:
-    models = dse("models")
-    assert models.returncode == 0 and "resnet50" in models.stdout and "gpt2" in models.stdout
-    params = dse("params", "systolic")
-    assert params.returncode == 0 and "dataflow" in params.stdout and "ws" in params.stdout
-    bad = dse("params", "tpu")
-    assert bad.returncode == 2 and "systolic" in bad.stderr
+def test_models_and_params_list_what_exists(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = in_process(capsys, "models")
+    assert code == 0 and "resnet50" in out and "gpt2" in out
+    code, out, _ = in_process(capsys, "params", "systolic")
+    assert code == 0 and "dataflow" in out and "ws" in out
+    code, _, err = in_process(capsys, "params", "tpu")
+    assert code == 2 and "systolic" in err
 
 
 def test_console_script_is_installed() -> None:
