@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from dse.cli import main
+from dse.cli import load_name, main, make_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 DESIGNS = ROOT / "designs"
@@ -199,3 +201,30 @@ def test_models_and_params_list_what_exists(capsys: pytest.CaptureFixture[str]) 
 def test_console_script_is_installed() -> None:
     exe = shutil.which("dse", path=str(Path(sys.executable).parent))
     assert exe is not None, "the `dse` console script is not installed next to the interpreter"
+
+
+def test_help_loads_no_command_module() -> None:
+    """`dse --help` answers in a fraction of a second: building every parser imports no numpy, pandas or models."""
+    probe = (
+        "import sys, dse.cli; dse.cli.make_parser(); "
+        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('numpy', 'pandas', 'scipy', 'templates', 'mappers', 'hwmodels', 'surrogates') or m == 'dse.commands')))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [], f"dse.cli imports {result.stdout.strip()} before any command runs"
+
+
+def every_subparser(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield child
+                yield from every_subparser(child)
+
+
+def test_every_command_names_a_function_that_exists() -> None:
+    parsers = [p for p in every_subparser(make_parser()) if p.get_default("run")]
+    assert len(parsers) == 15  # 11 commands, and `surrogate` with 4 of its own
+    for parser in parsers:
+        assert callable(load_name(parser.get_default("run"))), parser.prog
