@@ -16,18 +16,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-from explore_fixtures import FakeSpec, ToyEvaluator, toy_space
 
 from dse import zoo
 from dse.graph import Graph
-from dse.space import DesignSpace
-
-TESTS = Path(__file__).resolve().parent
-ROOT = TESTS.parent
-SHARED = ROOT.parent / "shared"  # reference data shared by every checkout (../shared)
 
 INTEGRATION_MODULES = frozenset(
     {
@@ -94,35 +87,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def repo_root() -> Path:
-    return ROOT
-
-
-@pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    """../shared (reference data); tests that need a file in it skip when it is absent."""
-    return SHARED
-
-
-@pytest.fixture(scope="session")
 def zoo_graph() -> Callable[..., Graph]:
     """``zoo_graph(name, **options)``: a model-zoo workload graph built once per session (treat it as read-only)."""
     build = functools.cache(lambda name, options: zoo.build(name, **dict(options)))
     return lambda name, **options: build(name, tuple(sorted(options.items())))
-
-
-@pytest.fixture(scope="session")
-def toy_design_space() -> DesignSpace:
-    """The explorer tests' 144-point space (explore_fixtures.toy_space: closed-form metrics, no hardware model)."""
-    return toy_space()
-
-
-@pytest.fixture
-def toy_spec() -> FakeSpec:
-    """A fresh FakeSpec (tests change its search settings)."""
-    return FakeSpec()
-
-
-@pytest.fixture
-def toy_evaluator() -> ToyEvaluator:
-    return ToyEvaluator()
