@@ -26,11 +26,12 @@ import argparse
 import time
 from pathlib import Path
 
+from dse.choices import scalesim_cache_dir
 from dse.spec import load_spec
 from surrogates.dataset import build_dataset, workloads_from_args
 from surrogates.evaluate import baseline_accuracy, design_accuracy, format_table
 from surrogates.model import SurrogateModel
-from surrogates.scalesim_truth import ScaleSimTruth, default_cache_dir
+from surrogates.scalesim_truth import ScaleSimTruth
 from surrogates.train import heldout_split
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +52,7 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=["gb", "rf"])
     ap.add_argument("--levels", nargs="+", default=["op", "design"])
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--cache", default=str(default_cache_dir()), help="SCALE-Sim per-layer report cache")
+    ap.add_argument("--cache", default=str(scalesim_cache_dir()), help="SCALE-Sim per-layer report cache")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
         "--max-cycles",

@@ -472,16 +472,3 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     print("wrote " + ", ".join(map(str, paths)))
     return 0
-
-
-def register(sub: Any) -> None:
-    """Add ``dse compare DIR``."""
-    p = sub.add_parser("compare", help="compare a run's Pareto designs with GPU baselines (latency, energy, perf/W)")
-    p.add_argument("run_dir")
-    p.add_argument(
-        "--baselines",
-        action="append",
-        metavar="GPU[,GPU]",
-        help="GPUs or nodes (dgx_h100, dgx_a100) to compare with (default: the spec's baselines, else h100 and a100)",
-    )
-    p.set_defaults(func=cmd_compare)

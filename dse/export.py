@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dse.choices import EXPORT_BACKENDS
 from dse.finish import atomic_write
 from dse.graph import Graph
 from dse.hls4ml_project import build_model, csim_accuracy, csim_check, hls_config
@@ -29,7 +30,6 @@ from dse.session import build_evaluator
 from hwmodels.accuracy.hls_network import WEIGHT_SEED, ExportError, layer_list, model_weights
 from hwmodels.catalogs.fpga import HLS_REPORT_KEYS
 
-BACKENDS = ("Vitis", "Vivado", "Catapult", "Quartus")
 PROJECT_DIR = "hls4ml_prj"
 REPORT_FILE = "export_report.json"
 SYNTH_COMMANDS = {
@@ -43,20 +43,7 @@ SYNTH_COMMANDS = {
 # ---------------------------------------------------------------------------------------------- CLI
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("export", help="write an hls4ml project for one explored FPGA design point")
-    p.add_argument("run_dir", type=Path, help="a run directory written by `dse explore`")
-    p.add_argument("--point", required=True, help="the point id (or a unique prefix) from points.csv / the report")
-    p.add_argument("-o", "--output", type=Path, required=True, help="folder to write the project into")
-    p.add_argument("--backend", choices=BACKENDS, default="Vitis", help="hls4ml backend (default Vitis)")
-    p.add_argument("--csim", action="store_true", help="compile the C simulation with g++ and check it")
-    p.set_defaults(func=_export_command)
-    q = subparsers.add_parser("ingest-report", help="read an exported project's synthesis report into its run")
-    q.add_argument("output", type=Path, help="a folder written by `dse export`")
-    q.set_defaults(func=_ingest_command)
-
-
-def _export_command(args: argparse.Namespace) -> int:
+def cmd_export(args: argparse.Namespace) -> int:
     report = export_point(args.run_dir, args.point, args.output, backend=args.backend, csim=args.csim)
     print(f"wrote {args.output / PROJECT_DIR} ({args.backend}); see {args.output / 'README.md'}")
     if "csim" in report:
@@ -67,7 +54,7 @@ def _export_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ingest_command(args: argparse.Namespace) -> int:
+def cmd_ingest_report(args: argparse.Namespace) -> int:
     row = ingest_report(args.output)
     print(f"stored the {row['backend']} synthesis report of point {row['point_id']} in {row['run_dir']}")
     for name, (measured, predicted) in row["comparison"].items():
@@ -124,8 +111,10 @@ def load_design(run_dir: Path, point: str) -> Design:
 
 def export_point(run_dir: Path, point: str, out: Path, *, backend: str = "Vitis", csim: bool = False) -> dict[str, Any]:
     """Write the hls4ml project, README and export_report.json for one point; returns the report."""
-    if backend not in BACKENDS:
-        raise ExportError(f"backend {backend!r} is not supported; choose one of: {', '.join(BACKENDS)}", "--backend")
+    if backend not in EXPORT_BACKENDS:
+        raise ExportError(
+            f"backend {backend!r} is not supported; choose one of: {', '.join(EXPORT_BACKENDS)}", "--backend"
+        )
     design = load_design(run_dir, point)
     weights = model_weights(design)
     layers, plan = layer_list(design, weights)

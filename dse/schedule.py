@@ -25,22 +25,6 @@ from dse.spec import load_spec
 from mappers.systolic.check import check_schedule
 from mappers.systolic.nest import target_of
 
-SCHEDULE_MAPPERS = ("cpsat", "greedy")
-
-
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "schedule",
-        help="tile, order and allocate one design point's network; write schedule.json and memory_timeline.html",
-    )
-    p.add_argument("spec")
-    p.add_argument("--point", action="append", metavar="NAME=VALUE", help="a parameter value (repeatable)")
-    p.add_argument("-o", "--output", required=True, help="directory for schedule.json and memory_timeline.html")
-    p.add_argument("--mapper", default="cpsat", choices=SCHEDULE_MAPPERS, help="scheduler (default: cpsat)")
-    p.add_argument("--objective", default="dram", choices=("dram", "latency", "energy"), help="what cpsat minimises")
-    p.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="CP-SAT time limit in seconds")
-    p.set_defaults(func=cmd_schedule)
-
 
 def cmd_schedule(args: argparse.Namespace) -> int:
     if args.time_limit <= 0:

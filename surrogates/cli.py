@@ -1,4 +1,7 @@
-"""``dse surrogate dataset | train | eval``: build training data, train with honest accuracy, evaluate."""
+"""``dse surrogate dataset | train | eval``: build training data, train with honest accuracy, evaluate.
+
+The commands' parsers are in dse/cli.py, which loads this module by name when one of them runs.
+"""
 
 from __future__ import annotations
 
@@ -6,81 +9,16 @@ import argparse
 import json
 from pathlib import Path
 
+from dse.choices import scalesim_cache_dir
 from dse.errors import UserError
 from dse.spec import load_spec
 from surrogates.contract import supported_templates
 from surrogates.contract_model import load_surrogate
 from surrogates.dataset import build_dataset, check_dataset, design_frame, workloads_from_args
 from surrogates.evaluate import REPORTED_TARGETS, design_accuracy, format_table, scatter_html
-from surrogates.measured import register as register_measured
 from surrogates.model import MODEL_KINDS
-from surrogates.scalesim_truth import ScaleSimTruth, default_cache_dir
+from surrogates.scalesim_truth import ScaleSimTruth
 from surrogates.train import train
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("surrogate", help="learned surrogate models: build data, train, evaluate")
-    ss = s.add_subparsers(dest="surrogate_command", required=True)
-
-    d = ss.add_parser("dataset", help="sample N points of a spec's space, evaluate them, store features + targets")
-    d.add_argument("spec")
-    d.add_argument("-n", type=int, required=True, help="design points per workload")
-    d.add_argument("-o", "--output", required=True, help="DATA.parquet")
-    d.add_argument(
-        "--workload",
-        action="append",
-        metavar="MODEL[:k=v,...]",
-        help="sample these workloads instead of the spec's (repeatable), e.g. bert_base:num_layers=2",
-    )
-    d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--executor", default=None, help="serial | local (default) | dask | tcp://HOST:PORT")
-    d.add_argument("--workers", type=int, default=None)
-    d.add_argument(
-        "--truth",
-        choices=("model", "scalesim"),
-        default="model",
-        help="model (default: the spec's mapper and model) | scalesim (real SCALE-Sim 3.0.0 on every MAC-array "
-        "layer of each systolic design, parallel on the executors, cached per layer and array config)",
-    )
-    d.add_argument(
-        "--scalesim-cache",
-        metavar="DIR",
-        default=None,
-        help=f"where --truth scalesim keeps its per-layer reports (default {default_cache_dir()})",
-    )
-    d.add_argument(
-        "--scalesim-max-cycles",
-        type=float,
-        metavar="CYCLES",
-        default=None,
-        help="with --truth scalesim: leave out designs whose model latency over their MAC-array layers exceeds "
-        "CYCLES (SCALE-Sim's run time grows with the cycles it simulates; default: simulate every design)",
-    )
-    d.set_defaults(func=cmd_dataset)
-
-    t = ss.add_parser("train", help="train a surrogate; report held-out-workload, random-split and CV accuracy")
-    t.add_argument("data", help="DATA.parquet from `dse surrogate dataset`")
-    t.add_argument("-o", "--output", required=True, help="MODEL.joblib")
-    t.add_argument("--model", default="gb", help="gb (gradient boosting, default) | rf (random forest)")
-    t.add_argument(
-        "--level",
-        default="op",
-        help="op (default: a model per (design, op) pair; generalises best where the closed-form "
-        "baseline is approximate) | design (the baseline summed per design + one model per design, "
-        ">= 100,000 designs/s; for shared-DRAM spaces, where the baseline is exact)",
-    )
-    t.add_argument("--holdout", action="append", help="workload to test on, never trained on (default: the last)")
-    t.add_argument("--cv", type=int, default=0, help="cross-validation folds (0 = none)")
-    t.add_argument("--seed", type=int, default=0)
-    t.set_defaults(func=cmd_train)
-
-    e = ss.add_parser("eval", help="accuracy of a model on a dataset: R^2, MAPE, p50/p75/p95; plot")
-    e.add_argument("model")
-    e.add_argument("data")
-    e.add_argument("--plot", metavar="OUT.html", help="write a predicted-vs-true plotly plot")
-    e.add_argument("--json", action="store_true")
-    e.set_defaults(func=cmd_eval)
-    register_measured(ss)  # dse surrogate measured: datasets whose truth is real measurements
 
 
 def _read_dataset(path: str):
@@ -113,7 +51,7 @@ def cmd_dataset(args: argparse.Namespace) -> int:
     workloads = workloads_from_args(spec, args.workload or [])
     scalesim = None
     if args.truth == "scalesim":
-        cache = Path(args.scalesim_cache) if args.scalesim_cache else default_cache_dir()
+        cache = Path(args.scalesim_cache) if args.scalesim_cache else scalesim_cache_dir()
         scalesim = ScaleSimTruth(cache, max_model_cycles=args.scalesim_max_cycles)
     data = build_dataset(
         spec.template.kind,

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dse.choices import MEASURED_SOURCE_KINDS
 from dse.errors import UserError
 from dse.graph import Graph, GraphBuilder
 from dse.rundir import open_run
@@ -40,7 +41,6 @@ from surrogates.contract_model import contract_frame
 from surrogates.dataset import workloads_from_args
 from surrogates.ingest import read_wa_hls4ml
 
-SOURCE_KINDS = ("wa-hls4ml", "reports", "gpu-csv", "llmcompass")
 # the hls4ml configuration of every wa-hls4ml run (README of ../shared/data/wa-hls4ml): Resource strategy,
 # io_parallel, xcu250, data ap_fixed<16,6>, QKeras weights quantized_bits(prec, 0) = ap_fixed<prec,1>
 WA_HLS4ML_FIXED = {
@@ -66,9 +66,9 @@ class MeasuredSource:
     @classmethod
     def parse(cls, text: str) -> MeasuredSource:
         kind, sep, path = str(text).partition(":")
-        if not sep or kind not in SOURCE_KINDS or not path:
+        if not sep or kind not in MEASURED_SOURCE_KINDS or not path:
             raise UserError(
-                f"measured source {text!r} must be KIND:PATH with KIND one of {', '.join(SOURCE_KINDS)}",
+                f"measured source {text!r} must be KIND:PATH with KIND one of {', '.join(MEASURED_SOURCE_KINDS)}",
                 where="KIND:PATH",
             )
         return cls(kind, Path(path))
@@ -345,17 +345,6 @@ def measured_dataset(sources: Sequence[str | MeasuredSource]) -> pd.DataFrame:
     data = pd.concat(frames, ignore_index=True)
     data["design"] = data.groupby("workload", sort=False).cumcount()  # unique when sources share a workload
     return data
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """``dse surrogate measured SOURCE... -o DATA.parquet``."""
-    m = sub.add_parser(
-        "measured",
-        help="a contract dataset whose truth is real measurements (wa-hls4ml, ingested reports, GPU timings)",
-    )
-    m.add_argument("sources", nargs="+", metavar="KIND:PATH", help=f"KIND one of {', '.join(SOURCE_KINDS)}")
-    m.add_argument("-o", "--output", required=True, help="DATA.parquet")
-    m.set_defaults(func=cmd_measured)
 
 
 def cmd_measured(args: argparse.Namespace) -> int:

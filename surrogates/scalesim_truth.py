@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from dse.choices import scalesim_cache_dir
 from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.executors import Executor
@@ -38,11 +39,6 @@ from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, run_sc
 SCALESIM_VERSION = "3.0.0"  # part of every cache key: another simulator version simulates again
 TRUTH_FIGURE = "total_cycles_incl_prefetch"  # SCALE-Sim's latency of one layer (the fill included)
 WHERE = "template.params"
-
-
-def default_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/dse/scalesim`` (``~/.cache/dse/scalesim``): shared by every dataset build."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dse" / "scalesim"
 
 
 @dataclass(frozen=True)
@@ -132,7 +128,7 @@ class PlanDesign:
 class ScaleSimTruth:
     """``--truth scalesim``: where the cache lives, and what the last builds simulated."""
 
-    cache_dir: Path = field(default_factory=default_cache_dir)
+    cache_dir: Path = field(default_factory=scalesim_cache_dir)
     # Designs whose model latency over their MAC-array layers exceeds this many cycles are not simulated
     # (None: every design). SCALE-Sim's run time grows with the cycles it simulates (about 0.1-0.3 ms each
     # here), and a space's worst designs (e.g. ws with a small filter SRAM, re-reading through USER mode's

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from dse.cli import load_name, main, make_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 DESIGNS = ROOT / "designs"
@@ -74,9 +78,29 @@ def test_explore_writes_every_output_and_resumes(small_spec: Path, tmp_path: Pat
     assert (out / "report.html").stat().st_size > 100_000  # plotly.js is embedded
 
 
-def test_evaluate_writes_per_layer_csv(small_spec: Path, tmp_path: Path) -> None:
+def in_process(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``dse ARGS`` through ``dse.cli.main`` in this process: the same parser and command, without paying a
+    fresh interpreter's imports per call (the subprocess test above checks the real entry point)."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """SMALL_SPEC explored once for the module (16 points); tests that must leave it untouched check its bytes."""
+    folder = tmp_path_factory.mktemp("small-run")
+    spec = folder / "small.yaml"
+    spec.write_text(SMALL_SPEC)
+    out = folder / "run"
+    assert main(["explore", str(spec), "-o", str(out), "--executor", "serial", "-q"]) == 0
+    return out
+
+
+def test_evaluate_writes_per_layer_csv(small_spec: Path, tmp_path: Path, capsys) -> None:
     layers = tmp_path / "layers.csv"
-    result = dse(
+    code, _, err = in_process(
+        capsys,
         "evaluate",
         str(small_spec),
         "--point",
@@ -90,7 +114,7 @@ def test_evaluate_writes_per_layer_csv(small_spec: Path, tmp_path: Path) -> None
         "--layers",
         str(layers),
     )
-    assert result.returncode == 0, result.stderr
+    assert code == 0, err
     frame = pd.read_csv(layers)
     required = [
         "layer",
@@ -108,10 +132,11 @@ def test_evaluate_writes_per_layer_csv(small_spec: Path, tmp_path: Path) -> None
     assert frame["utilization"].between(0, 1).all()
 
 
-def test_evaluate_names_layers_as_the_scalesim_csv_does(tmp_path: Path) -> None:
+def test_evaluate_names_layers_as_the_scalesim_csv_does(tmp_path: Path, capsys) -> None:
     spec = DESIGNS / "alexnet_scalesim_topology.yaml"
     layers = tmp_path / "alex.csv"
-    result = dse(
+    code, _, err = in_process(
+        capsys,
         "evaluate",
         str(spec),
         "--point",
@@ -125,15 +150,15 @@ def test_evaluate_names_layers_as_the_scalesim_csv_does(tmp_path: Path) -> None:
         "--layers",
         str(layers),
     )
-    assert result.returncode == 0, result.stderr
+    assert code == 0, err
     assert list(pd.read_csv(layers)["layer"]) == ["Conv1", "Conv2", "Conv3", "Conv4", "Conv5", "FC6", "FC7", "FC8"]
 
 
-def test_evaluate_needs_every_free_parameter(small_spec: Path) -> None:
-    result = dse("evaluate", str(small_spec), "--point", "rows=32")
-    assert result.returncode == 2
-    assert "cols" in result.stderr and "--point" in result.stderr
-    assert "Traceback" not in result.stderr
+def test_evaluate_needs_every_free_parameter(small_spec: Path, capsys) -> None:
+    code, _, err = in_process(capsys, "evaluate", str(small_spec), "--point", "rows=32")
+    assert code == 2
+    assert "cols" in err and "--point" in err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize(
@@ -146,45 +171,71 @@ def test_evaluate_needs_every_free_parameter(small_spec: Path) -> None:
     ],
 )
 def test_bad_spec_is_one_message_exit_2_and_store_untouched(
-    small_spec: Path, tmp_path: Path, edit: tuple[str, str], expected: str
+    small_run: Path, tmp_path: Path, capsys, edit: tuple[str, str], expected: str
 ) -> None:
-    out = tmp_path / "run"
-    assert dse("explore", str(small_spec), "-o", str(out), "--executor", "serial", "-q").returncode == 0
-    before = (out / "store.sqlite").read_bytes()
+    before = (small_run / "store.sqlite").read_bytes()
     bad = tmp_path / "bad.yaml"
     bad.write_text(SMALL_SPEC.replace(*edit))
-    result = dse("explore", str(bad), "-o", str(out), "-q")
-    assert result.returncode == 2
-    assert "Traceback" not in result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
+    code, _, err = in_process(capsys, "explore", str(bad), "-o", str(small_run), "-q")
+    assert code == 2
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
     assert str(bad) in lines[0] and expected in lines[0]
-    with sqlite3.connect(out / "store.sqlite") as db:
+    with sqlite3.connect(small_run / "store.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM points").fetchone()[0] == 16
-    assert (out / "store.sqlite").read_bytes() == before
+    assert (small_run / "store.sqlite").read_bytes() == before
 
 
-def test_report_on_a_non_run_directory_is_a_user_error(tmp_path: Path) -> None:
-    result = dse("report", str(tmp_path))
-    assert result.returncode == 2 and "not a run directory" in result.stderr and "Traceback" not in result.stderr
+def test_report_on_a_non_run_directory_is_a_user_error(tmp_path: Path, capsys) -> None:
+    code, _, err = in_process(capsys, "report", str(tmp_path))
+    assert code == 2 and "not a run directory" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("spec", sorted(p.name for p in DESIGNS.glob("*.yaml")))
-def test_every_design_validates(spec: str) -> None:
-    result = dse("validate", str(DESIGNS / spec))
-    assert result.returncode == 0, result.stderr
-    assert "ok" in result.stdout
+def test_every_design_validates(spec: str, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    code, out, err = in_process(capsys, "validate", str(DESIGNS / spec))
+    assert code == 0, err
+    assert "ok" in out
 
 
-def test_models_and_params_list_what_exists() -> None:
-    models = dse("models")
-    assert models.returncode == 0 and "resnet50" in models.stdout and "gpt2" in models.stdout
-    params = dse("params", "systolic")
-    assert params.returncode == 0 and "dataflow" in params.stdout and "ws" in params.stdout
-    bad = dse("params", "tpu")
-    assert bad.returncode == 2 and "systolic" in bad.stderr
+def test_models_and_params_list_what_exists(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = in_process(capsys, "models")
+    assert code == 0 and "resnet50" in out and "gpt2" in out
+    code, out, _ = in_process(capsys, "params", "systolic")
+    assert code == 0 and "dataflow" in out and "ws" in out
+    code, _, err = in_process(capsys, "params", "tpu")
+    assert code == 2 and "systolic" in err
 
 
 def test_console_script_is_installed() -> None:
     exe = shutil.which("dse", path=str(Path(sys.executable).parent))
     assert exe is not None, "the `dse` console script is not installed next to the interpreter"
+
+
+def test_help_loads_no_command_module() -> None:
+    """`dse --help` answers in a fraction of a second: building every parser imports no numpy, pandas or models."""
+    probe = (
+        "import sys, dse.cli; dse.cli.make_parser(); "
+        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('numpy', 'pandas', 'scipy', 'templates', 'mappers', 'hwmodels', 'surrogates') or m == 'dse.commands')))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [], f"dse.cli imports {result.stdout.strip()} before any command runs"
+
+
+def every_subparser(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield child
+                yield from every_subparser(child)
+
+
+def test_every_command_names_a_function_that_exists() -> None:
+    parsers = [p for p in every_subparser(make_parser()) if p.get_default("run")]
+    assert len(parsers) == 15  # 11 commands, and `surrogate` with 4 of its own
+    for parser in parsers:
+        assert callable(load_name(parser.get_default("run"))), parser.prog

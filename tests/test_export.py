@@ -39,6 +39,12 @@ def _run(tmp_path: Path, model: str, io: str, rf: int = 4, rf1: int = 8, part: s
     return run
 
 
+@pytest.fixture(scope="module")
+def jet_mlp_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """jet_mlp io_parallel explored once for the module; its users only read it (export writes elsewhere)."""
+    return _run(tmp_path_factory.mktemp("jet"), "jet_mlp", "io_parallel")
+
+
 def _point_id(run: Path) -> str:
     return (run / "pareto.csv").read_text().splitlines()[1].split(",")[0]
 
@@ -66,9 +72,9 @@ def _check_config(out: Path, report: dict) -> None:
     assert "build_prj.tcl" in readme and f"{report['predicted']['dsp']:.6g}" in readme
 
 
-def test_export_jet_mlp_with_csim(tmp_path):
+def test_export_jet_mlp_with_csim(tmp_path, jet_mlp_run):
     """One real g++ build of hls4ml's C simulation in the default suite."""
-    run = _run(tmp_path, "jet_mlp", "io_parallel")
+    run = jet_mlp_run
     out = tmp_path / "exp"
     assert main(["export", str(run), "--point", _point_id(run), "-o", str(out), "--backend", "Vitis", "--csim"]) == 0
     report = json.loads((out / "export_report.json").read_text())
@@ -116,8 +122,8 @@ def test_ingest_report_stores_synthesis_next_to_prediction(tmp_path):
     assert row["predicted"]["dsp"] == report["predicted"]["dsp"]
 
 
-def test_bad_point_id_is_a_user_error(tmp_path, capsys):
-    run = _run(tmp_path, "jet_mlp", "io_parallel")
+def test_bad_point_id_is_a_user_error(tmp_path, capsys, jet_mlp_run):
+    run = jet_mlp_run
     assert main(["export", str(run), "--point", "zzzz", "-o", str(tmp_path / "x")]) == 2
     assert "no point" in capsys.readouterr().err
 

@@ -3,13 +3,12 @@ extensions, metrics and the GPT-2 decode design spec through ``dse explore``."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from dse.cli import main
 from dse.graph import Graph, GraphBuilder, OpKind
 from dse.registry import family
 from dse.zoo.ssm import hyena, mamba
@@ -234,14 +233,7 @@ def test_design_spec_runs_through_dse_explore(tmp_path: Path) -> None:
     path = tmp_path / "rdu.yaml"
     path.write_text(yaml.safe_dump(spec))
     out = tmp_path / "run"
-    result = subprocess.run(
-        [sys.executable, "-m", "dse.cli", "explore", str(path), "-o", str(out), "--executor", "serial", "-q"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
+    assert main(["explore", str(path), "-o", str(out), "--executor", "serial", "-q"]) == 0
     import pandas as pd
 
     points = pd.read_csv(out / "points.csv")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from dse.cli import main
 from dse.errors import UserError
 from dse.peers import scalesim_predict
 from dse.spec import load_spec
@@ -121,13 +120,11 @@ def test_dataset_with_scalesim_truth_is_cached_and_consistent(tmp_path):
         build_dataset(*args, executor="serial", scalesim=ScaleSimTruth(tmp_path / "cache", max_model_cycles=1.0))
 
 
-def test_cli_refuses_a_design_scalesim_cannot_represent(tmp_path):
+def test_cli_refuses_a_design_scalesim_cannot_represent(tmp_path, capsys):
     spec_path = tmp_path / "spec.yaml"
     spec_path.write_text(SPEC.replace("DRAM_MODE", "shared"))
-    out = subprocess.run(
-        [sys.executable, "-m", "dse.cli", "surrogate", "dataset", str(spec_path), "-n", "2", "-o",
-         str(tmp_path / "d.parquet"), "--truth", "scalesim", "--scalesim-cache", str(tmp_path / "c")],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert out.returncode == 2, out.stderr
-    assert "SCALE-Sim has no shared DRAM channel" in out.stderr and "Traceback" not in out.stderr
+    code = main(["surrogate", "dataset", str(spec_path), "-n", "2", "-o", str(tmp_path / "d.parquet"),
+                 "--truth", "scalesim", "--scalesim-cache", str(tmp_path / "c")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "SCALE-Sim has no shared DRAM channel" in err and "Traceback" not in err

@@ -11,8 +11,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import subprocess
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any
 import pytest
 
 from dse import registry
+from dse.cli import main
 from dse.errors import UserError
 from dse.evaluator_options import EVALUATOR_OPTIONS, HybridOptions, parse_evaluator_options
 from dse.objectives import Constraint, Objective
@@ -717,15 +716,12 @@ def test_bad_mapper_option_values_are_located(old: str, new: str, field: str, fr
 
 
 @needs_systolic
-def test_unknown_mapper_option_through_dse_validate_exits_2(tmp_path: Path) -> None:
+def test_unknown_mapper_option_through_dse_validate_exits_2(tmp_path: Path, capsys) -> None:
     path = tmp_path / "cpsat.yaml"
     path.write_text(CPSAT_SPEC.replace("objective: latency", "objectiv: latency"))
-    root = Path(__file__).resolve().parent.parent
-    result = subprocess.run(
-        [sys.executable, "-m", "dse.cli", "validate", str(path)], cwd=root, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 2, result.stderr
-    message = result.stderr.strip()
+    code = main(["validate", str(path)])
+    message = capsys.readouterr().err.strip()
+    assert code == 2, message
     assert "Traceback" not in message and len(message.splitlines()) == 1, message
     assert f"{path}:6: template.mapper_options.objectiv:" in message and "time_limit_s" in message
 
