@@ -83,7 +83,7 @@ def predict(rows: pd.DataFrame) -> pd.DataFrame:
             metrics = model.evaluate(mapping, arch)
             features = dict.fromkeys(FEATURES, 0.0)
             for om in mapping.ops.values():
-                plan = om.extra["plan"]
+                plan = om.payload.plan
                 f = fpga_model.layer_features(
                     plan.shape.n_in,
                     plan.shape.n_out,

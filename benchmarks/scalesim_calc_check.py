@@ -47,7 +47,7 @@ def main() -> None:
             int(r["stride_h"]),
         )
         arch = SystolicTemplate().instantiate(arch_point(cfg))
-        gemm = SystolicFoldMapper().map(layer_graph([layer]), arch).ops[layer.name].extra["gemm"]
+        gemm = SystolicFoldMapper().map(layer_graph([layer]), arch).ops[layer.name].payload.gemm
         before = gemm_cost(gemm, arch)
         clear_cache()
         t0 = time.perf_counter()

@@ -35,7 +35,7 @@ def compare(entry: dict) -> tuple[str, dict[str, tuple[float, float]]]:
     """(dataflow, {component: (model, SCALE-Sim)}) of one cached run."""
     layer, cfg, ref = ScaleSimLayer(**entry["layer"]), ScaleSimConfig(**entry["config"]), entry["report"]
     arch = SystolicTemplate().instantiate(arch_point(cfg))
-    cost = gemm_cost(SystolicFoldMapper().map(layer_graph([layer]), arch).ops[layer.name].extra["gemm"], arch)
+    cost = gemm_cost(SystolicFoldMapper().map(layer_graph([layer]), arch).ops[layer.name].payload.gemm, arch)
     return cfg.dataflow, {
         "total": (cost.scalesim_total_cycles, ref["total_cycles_incl_prefetch"]),
         "compute": (cost.compute_cycles - 1, ref["compute_cycles"] - ref["stall_cycles"]),

@@ -82,14 +82,14 @@ def predict(layers: list[ScaleSimLayer], cfg: ScaleSimConfig) -> list[dict]:
     SystolicModel().evaluate(mapping, arch)  # the full path must run; figures below are per layer
     out = []
     for ly in layers:
-        extra = mapping.ops[ly.name].extra
-        cost = gemm_cost(extra["gemm"], arch)
+        plan = mapping.ops[ly.name].payload
+        cost = gemm_cost(plan.gemm, arch)
         report = {}
         if cfg.sparsity_support and ly.sparsity:
             from hwmodels.systolic.sparse import scalesim_sparse_report
 
-            sp = extra["sparse"].pattern
-            report = vars(scalesim_sparse_report(extra["sparse"].dense, sp.n, sp.m, cfg.sparse_rep))
+            sp = plan.sparse.pattern
+            report = vars(scalesim_sparse_report(plan.sparse.dense, sp.n, sp.m, cfg.sparse_rep))
         out.append(
             {
                 **report,

@@ -31,7 +31,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "scalesim" / 
 
 def _gemm_and_arch(layer: ScaleSimLayer, cfg: ScaleSimConfig):
     arch = SystolicTemplate().instantiate(arch_point(cfg))
-    gemm = SystolicFoldMapper().map(layer_graph([layer]), arch).ops[layer.name].extra["gemm"]
+    gemm = SystolicFoldMapper().map(layer_graph([layer]), arch).ops[layer.name].payload.gemm
     return gemm, arch
 
 

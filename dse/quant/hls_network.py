@@ -18,6 +18,7 @@ import numpy as np
 from dse.errors import UserError
 from dse.graph import Graph, OpKind
 from hwmodels.catalogs.fpga import get_part
+from mappers.payloads import LayerGroupPlan
 
 PROJECT_NAME = "myproject"
 WEIGHT_SEED = 0
@@ -42,8 +43,8 @@ def hls_config(design: NetworkDesign, backend: str, output_dir: Path) -> dict[st
     layer_config: dict[str, Any] = {}
     model_precision = arch.precision.hls()
     for op in design.graph.ops:
-        om = design.mapping.ops[op.name]
-        plan = om.extra.get("plan")
+        member = design.mapping.ops[op.name].payload_as(LayerGroupPlan)
+        plan = member.plan
         name = hls_name(op.name)
         if plan is not None:
             k = plan.knobs
@@ -58,7 +59,7 @@ def hls_config(design: NetworkDesign, backend: str, output_dir: Path) -> dict[st
                 },
             }
         else:
-            result = _group_result(design, om.extra["group"])
+            result = _group_result(design, member.group)
             entry: dict[str, Any] = {"Precision": {"result": result}}
             if op.kind in (OpKind.SOFTMAX, OpKind.POOL):
                 entry["Precision"]["accum"] = arch.accum_precision.hls()
