@@ -36,7 +36,7 @@ def lut_ff_features(rows: pd.DataFrame) -> pd.DataFrame:
     for trace in wa_hls4ml_traces(rows):
         features = dict.fromkeys(FEATURES, 0.0)
         for om in trace.mapping.ops.values():
-            plan = om.extra["plan"]
+            plan = om.payload.plan
             f = fpga_model.layer_features(
                 plan.shape.n_in,
                 plan.shape.n_out,

@@ -43,7 +43,7 @@ def main() -> None:
             int(r["stride_h"]),
         )
         trace = scalesim_trace([layer], cfg)
-        arch, gemm = trace.arch, trace.mapping.ops[layer.name].extra["gemm"]
+        arch, gemm = trace.arch, trace.mapping.ops[layer.name].payload.gemm
         before = gemm_cost(gemm, arch)
         clear_cache()
         t0 = time.perf_counter()

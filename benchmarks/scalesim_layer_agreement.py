@@ -31,7 +31,7 @@ def compare(entry: dict) -> tuple[str, dict[str, tuple[float, float]]]:
     """(dataflow, {component: (model, SCALE-Sim)}) of one cached run."""
     layer, cfg, ref = ScaleSimLayer(**entry["layer"]), ScaleSimConfig(**entry["config"]), entry["report"]
     trace = scalesim_trace([layer], cfg)
-    cost = gemm_cost(trace.mapping.ops[layer.name].extra["gemm"], trace.arch)
+    cost = gemm_cost(trace.mapping.ops[layer.name].payload.gemm, trace.arch)
     return cfg.dataflow, {
         "total": (cost.scalesim_total_cycles, ref["total_cycles_incl_prefetch"]),
         "compute": (cost.compute_cycles - 1, ref["compute_cycles"] - ref["stall_cycles"]),

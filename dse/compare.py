@@ -30,11 +30,12 @@ from plotly.subplots import make_subplots
 from dse.errors import UserError
 from dse.graph import PRECISION_BYTES, Graph
 from dse.pareto import knee_point_id
-from dse.registry import family, make_mapper
+from dse.registry import FAMILIES, family, make_mapper
 from dse.rundir import open_run
 from dse.session import build_graph
 from hwmodels.catalogs.gpu import NODES, UnknownGpuError, canonical_baseline_name, get_gpu
 from hwmodels.gpu.model import ENERGY_NOTE
+from templates.base import TemplateError
 
 DEFAULT_BASELINES = ("h100_sxm", "a100_80gb")
 MAX_DESIGNS = 20
@@ -286,23 +287,18 @@ def _design_layer_points(design: pd.Series, design_layers: pd.DataFrame) -> pd.D
 
 
 def design_roofline(design: pd.Series, template_kind: str | None) -> tuple[float, float] | None:
-    """(peak ops/s, DRAM bytes/s) of a design, from its template's Arch when it exposes them."""
-    if template_kind is None:
+    """(peak ops/s, DRAM bytes/s) of a design, from its template's ``Arch.roofline`` where it has one."""
+    if template_kind is None or template_kind not in FAMILIES:
         return None
+    template = family(template_kind).template()
+    names = {p.name for p in template.params()}
+    point = {k: design[k] for k in names if k in design.index and _present(design[k])}
     try:
-        fam = family(template_kind)
-        template = fam.template()
-        names = {p.name for p in template.params()}
-        point = {k: design[k] for k in names if k in design.index and _present(design[k])}
         arch = template.instantiate(point)
-    except Exception:  # a design the template no longer accepts: draw no roof rather than fail the report
+    except TemplateError:  # a design the template no longer accepts: draw no roof rather than fail the report
         return None
-    macs = getattr(arch, "macs_per_cycle", None)
-    freq = getattr(arch, "freq_mhz", None)
-    dram = getattr(arch, "dram_gbps", None)
-    if macs and freq and dram:
-        return 2.0 * macs * freq * 1e6, dram * 1e9
-    return None
+    roof = arch.roofline()
+    return None if roof is None else (roof.peak_ops_per_s, roof.dram_bytes_per_s)
 
 
 def _present(value: Any) -> bool:

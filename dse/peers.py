@@ -16,6 +16,7 @@ import pandas as pd
 
 from dse.evaluate import PointEvaluator, Trace
 from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, arch_point, layer_figures, layer_graph
+from mappers.payloads import FoldPlan
 from surrogates.ingest import network_split
 from surrogates.measured import WA_HLS4ML_FIXED, dense_graph
 
@@ -44,8 +45,8 @@ def scalesim_predict(layers: list[ScaleSimLayer], cfg: ScaleSimConfig) -> list[d
     trace = scalesim_trace(layers, cfg)
     figures = []
     for layer in layers:
-        extra = trace.mapping.ops[layer.name].extra
-        figures.append(layer_figures(layer, extra["gemm"], extra.get("sparse"), trace.arch, cfg))
+        plan = trace.mapping.ops[layer.name].payload_as(FoldPlan)
+        figures.append(layer_figures(layer, plan.gemm, plan.sparse, trace.arch, cfg))
     return figures
 
 

@@ -22,6 +22,7 @@ from dse.registry import make_mapper, mapper_option_names
 from dse.session import build_evaluator, full_point, parse_point
 from dse.space import DesignSpace
 from dse.spec import load_spec
+from mappers.payloads import TiledPlan
 from mappers.systolic.check import check_schedule
 from mappers.systolic.nest import target_of
 
@@ -79,7 +80,7 @@ def schedule_document(mapping, point: dict, metrics: dict, peaks: dict) -> dict:
     ops = []
     for name in mapping.order:
         om = mapping.ops[name]
-        ex = om.extra
+        plan = om.payload_as(TiledPlan)
         op = mapping.graph.op(name)
         touched = (*op.inputs, *op.weights, *op.outputs)
         buffers = [
@@ -105,14 +106,14 @@ def schedule_document(mapping, point: dict, metrics: dict, peaks: dict) -> dict:
             "dataflow": om.dataflow,
             "resident_inputs": list(om.resident_inputs),
             "resident_output": om.resident_output,
-            "dram_read_bytes": ex.get("dram_read_bytes", 0),
-            "dram_write_bytes": ex.get("dram_write_bytes", 0),
+            "dram_read_bytes": plan.dram_read_bytes,
+            "dram_write_bytes": plan.dram_write_bytes,
             "buffers": buffers,
         }
-        if ex.get("fused_into"):
-            entry["fused_into"] = ex["fused_into"]
+        if plan.fused_into:
+            entry["fused_into"] = plan.fused_into
         else:
-            entry["compute_cycles"] = ex.get("compute_cycles", 0)
+            entry["compute_cycles"] = plan.compute_cycles
             entry["spills"] = [t for t in op.outputs if t in mapping.solver.get("spills", [])]
         ops.append(entry)
     solver = {k: v for k, v in mapping.solver.items() if k not in ("resident", "spills")}

@@ -8,10 +8,13 @@ live. Mappers know nothing of YAML or search.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from dse.graph import Graph
+from mappers.payloads import OpPayload
 from templates.base import Arch
+
+PayloadT = TypeVar("PayloadT")
 
 WALL_BACKSTOP_S, WALL_BACKSTOP_FACTOR = 60.0, 20.0
 
@@ -45,7 +48,8 @@ class Buffer:
 
 @dataclass(frozen=True)
 class OpMapping:
-    """How one op runs: tile bounds per loop dim, loop order, and the on-chip traffic it implies."""
+    """How one op runs: tile bounds per loop dim, loop order, the on-chip traffic it implies, and the family's
+    ``payload`` (``mappers.payloads``): what that family's hardware model reads back."""
 
     op: str
     tile: dict[str, int]
@@ -54,7 +58,13 @@ class OpMapping:
     # tensors of this op that are read from / written to on-chip residency instead of DRAM
     resident_inputs: tuple[str, ...] = ()
     resident_output: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    payload: OpPayload | None = None
+
+    def payload_as(self, kind: type[PayloadT]) -> PayloadT:
+        """The payload, checked to be the family's ``kind``: a model given another family's mapping says so."""
+        if not isinstance(self.payload, kind):
+            raise TypeError(f"op {self.op!r}: expected a {kind.__name__} mapping payload, got {self.payload!r}")
+        return self.payload
 
 
 @dataclass

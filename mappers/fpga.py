@@ -22,6 +22,7 @@ from functools import lru_cache
 from dse.graph import Graph, Op, OpKind
 from hwmodels.fpga.cost import ComputePlan, EnginePlan, LayerShape, aux_cycles, compute_cycles, shared_cycles
 from mappers.base import Mapping, MappingError, OpMapping
+from mappers.payloads import LayerGroupPlan
 from templates.fpga_dataflow import FpgaArch
 
 UNARY_FUNCTIONS = ("relu", "relu6", "clip", "identity", "sigmoid", "tanh", "batchnorm")
@@ -105,11 +106,11 @@ class FpgaDataflowMapper:
                 op=plan.op,
                 tile={"n_in": plan.shape.n_in, "n_out": plan.shape.n_out, "mults": plan.mults},
                 dataflow=plan.engine,
-                extra={"plan": plan, "group": i},
+                payload=LayerGroupPlan(group=i, plan=plan),
             )
             for op in group[1:]:
                 lat, ii = aux[op.name]
-                ops[op.name] = OpMapping(op=op.name, tile={}, extra={"group": i, "cycles": lat, "interval": ii})
+                ops[op.name] = OpMapping(op=op.name, tile={}, payload=LayerGroupPlan(group=i, cycles=lat, interval=ii))
         notes = [
             f"layer{p.index} ({p.op}): ReuseFactor {p.requested_reuse} is not legal for n_in={p.shape.n_in}, "
             f"n_out={p.shape.n_out}; using {p.reuse_factor} (hls4ml's closest legal value)"

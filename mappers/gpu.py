@@ -41,6 +41,7 @@ from dse.graph import Graph, Op, OpKind
 from hwmodels.catalogs.gpu import assumption
 from hwmodels.gpu.cost import Gemm, Tile, compressed_weight_fraction, gemm_cost, sparse_gemm, tile_fits
 from mappers.base import Mapping, MappingError, OpMapping
+from mappers.payloads import GpuKernel, OpTraffic
 from templates.gpu import GpuArch
 
 GEMM_KINDS = (OpKind.CONV, OpKind.MATMUL)
@@ -251,15 +252,6 @@ def kernel_kind(op: Op) -> str:
     return op.kind.value if op.kind in (OpKind.SOFTMAX, OpKind.LAYERNORM) else "elementwise"
 
 
-@dataclass(frozen=True)
-class OpTraffic:
-    """Bytes a kernel moves: per operand from DRAM, and what stays in L2."""
-
-    dram_read: float
-    dram_write: float
-    l2: float
-
-
 def _tensor_bytes(graph: Graph, name: str, elem_bytes: int, divisor: dict[str, int] | None = None) -> float:
     """Bytes of a tensor on one GPU (a split activation or sharded weight holds 1/n of it)."""
     share = divisor.get(name, 1) if divisor else 1
@@ -313,24 +305,25 @@ class GpuTileMapper:
                 raise MappingError(f"op {op.name!r}: kind {op.kind.value} has no GPU kernel", node=op.name)
             if op.name in root_of:
                 ops[op.name] = OpMapping(
-                    op=op.name, tile={}, dataflow="epilogue", extra={"fused_into": root_of[op.name]}
+                    op=op.name, tile={}, dataflow="epilogue", payload=GpuKernel(fused_into=root_of[op.name])
                 )
                 continue
             fused = fused_by_root.get(op.name, [])
             inputs, weights, output = kernel_inputs(graph, op, fused)
             traffic = self._traffic(graph, op, inputs, weights, output, resident, eb, div)
             role = plan.role.get(op.name, "whole")
-            extra: dict = {
-                "fused": [f.name for f in fused],
-                "traffic": traffic,
-                "output": output,
-                "kernel_kind": kernel_kind(op),
-                "flops": float(op.flops) / (gpus if role == "split" else 1),
-                "row_bytes": float(op.dims["L"] * eb) if op.kind in (OpKind.SOFTMAX, OpKind.LAYERNORM) else 0.0,
-                "shard": role,
-                "allreduce_bytes": sum(plan.allreduce_bytes.get(o.name, 0.0) for o in (op, *fused)),
-                "allgather_bytes": sum(plan.allgather_bytes.get(o.name, 0.0) for o in (op, *fused)),
-            }
+            kernel = GpuKernel(
+                unit="cuda_cores",
+                fused=tuple(f.name for f in fused),
+                traffic=traffic,
+                output=output,
+                kernel_kind=kernel_kind(op),
+                flops=float(op.flops) / (gpus if role == "split" else 1),
+                row_bytes=float(op.dims["L"] * eb) if op.kind in (OpKind.SOFTMAX, OpKind.LAYERNORM) else 0.0,
+                shard=role,
+                allreduce_bytes=sum(plan.allreduce_bytes.get(o.name, 0.0) for o in (op, *fused)),
+                allgather_bytes=sum(plan.allgather_bytes.get(o.name, 0.0) for o in (op, *fused)),
+            )
             tile: dict[str, int] = {}
             if op.kind in GEMM_KINDS and not is_direct_conv(op):
                 gemm = sparse_gemm(shard_gemm(lower_gemm(op), role, gpus), op.sparsity, arch)
@@ -339,16 +332,16 @@ class GpuTileMapper:
                     b_dram *= compressed_weight_fraction(eb)
                 chosen, _ = best_tile(gemm, arch, a_dram, b_dram, traffic.dram_write, extra_dram)
                 tile = {"BM": chosen.bm, "BN": chosen.bn, "BK": chosen.bk, "split_k": chosen.split_k}
-                extra.update(unit="tensor", gemm=gemm, tile=chosen, a_dram=a_dram, b_dram=b_dram, extra_dram=extra_dram)
-            else:
-                extra["unit"] = "cuda_cores"
+                kernel = replace(
+                    kernel, unit="tensor", gemm=gemm, tile=chosen, a_dram=a_dram, b_dram=b_dram, extra_dram=extra_dram
+                )
             ops[op.name] = OpMapping(
                 op=op.name,
                 tile=tile,
                 dataflow="gemm" if tile else "memory",
                 resident_inputs=tuple(t for t in inputs if t in resident),
                 resident_output=output in resident,
-                extra=extra,
+                payload=kernel,
             )
         return Mapping(
             graph=graph,

@@ -35,6 +35,7 @@ from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.executors import Executor
 from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, run_scalesim, scalesim_config, scalesim_layer
+from mappers.payloads import FoldPlan, TiledPlan
 
 SCALESIM_VERSION = "3.0.0"  # part of every cache key: another simulator version simulates again
 TRUTH_FIGURE = "total_cycles_incl_prefetch"  # SCALE-Sim's latency of one layer (the fill included)
@@ -118,7 +119,8 @@ class PlanDesign:
         config = scalesim_config(trace.arch)
         plans = []
         for layer in trace.metrics.layers:
-            gemm = trace.mapping.ops[layer.layer].extra.get("gemm")
+            payload = trace.mapping.ops[layer.layer].payload
+            gemm = payload.gemm if isinstance(payload, (FoldPlan, TiledPlan)) else None
             job = None if gemm is None else SimJob(scalesim_layer(gemm, layer.layer), config)
             plans.append(LayerPlan(layer.layer, layer.cycles, layer.energy_pj, job, 1 if gemm is None else gemm.count))
         return plans, dict(trace.metrics.values), float(trace.arch.freq_mhz)

@@ -22,6 +22,7 @@ from dse.registry import family
 from hwmodels.catalogs.tech import tech_names
 from hwmodels.systolic.batch import GemmShapes
 from hwmodels.systolic.pricing import INTEGRATION_OVERHEAD, bank_kib, sram_pj_per_byte, tech_constants
+from mappers.payloads import FoldPlan
 from mappers.systolic.fold import ARRAY_KINDS, SystolicFoldMapper, lower_op
 from templates.systolic import (
     DRAM_MODES,
@@ -117,7 +118,7 @@ def op_table(graph: Graph) -> OpTable:
         in_words = sum(graph.tensors[t].numel for t in op.inputs if t not in resident)
         weight_words = sum(graph.read_numel(op, t) for t in op.weights)  # read traffic: a look-up reads its rows
         out_words = sum(graph.tensors[t].numel for t in op.outputs)
-        fused = bool(om.extra.get("fused_into"))
+        fused = bool(om.payload_as(FoldPlan).fused_into)
         key = (op.shape_key(), bool(om.resident_output), fused, in_words, weight_words, out_words)
         if key in rows:
             rows[key]["members"].append(op.name)

@@ -101,6 +101,14 @@ class Param:
 
 
 @dataclass(frozen=True)
+class Roofline:
+    """A design's roofline: its peak arithmetic rate (ops/s, a MAC counted as two ops) and its DRAM bandwidth."""
+
+    peak_ops_per_s: float
+    dram_bytes_per_s: float
+
+
+@dataclass(frozen=True)
 class Arch:
     """An immutable description of one design. Subclasses add their fields."""
 
@@ -108,6 +116,10 @@ class Arch:
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def roofline(self) -> Roofline | None:
+        """The design's roofline, for the reports' roofline figures; None where the template draws none."""
+        return None
 
 
 class Template(ABC):

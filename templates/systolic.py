@@ -38,7 +38,7 @@ import numpy as np
 from dse.graph import PRECISION_BITS, GraphError
 from dse.importers.sparsity import parse_pattern
 from hwmodels.catalogs.tech import tech_names
-from templates.base import Arch, Param, Template, TemplateError
+from templates.base import Arch, Param, Roofline, Template, TemplateError
 
 # The precisions a systolic array takes, with their bit widths from the IR's one table.
 PRECISIONS: dict[str, int] = {name: PRECISION_BITS[name] for name in ("int8", "int16", "fp16", "bf16", "fp32")}
@@ -150,6 +150,10 @@ class SystolicArch(Arch):
     @property
     def macs_per_cycle(self) -> int:
         return self.rows * self.cols
+
+    def roofline(self) -> Roofline:
+        """Every PE doing a MAC each clock, against the DRAM interface."""
+        return Roofline(2.0 * self.macs_per_cycle * self.freq_mhz * 1e6, self.dram_gbps * 1e9)
 
     def sram_words(self, which: str) -> int:
         """Capacity of one SRAM ('ifmap' | 'filter' | 'ofmap') in words of this precision."""

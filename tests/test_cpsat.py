@@ -292,8 +292,8 @@ def test_metrics_follow_the_schedule_and_the_explorer_switches_mapper():
     check_schedule(mapping)
     layers = {lay.layer: lay for lay in metrics["cpsat"].layers}
     for name, om in mapping.ops.items():
-        assert layers[name].dram_read_bytes == om.extra["dram_read_bytes"]
-        assert layers[name].dram_write_bytes == om.extra["dram_write_bytes"]
+        assert layers[name].dram_read_bytes == om.payload.dram_read_bytes
+        assert layers[name].dram_write_bytes == om.payload.dram_write_bytes
         assert layers[name].stall_cycles >= 0
     assert sum(lay.dram_read_bytes + lay.dram_write_bytes for lay in layers.values()) == mapping.solver["dram_bytes"]
 

@@ -150,7 +150,7 @@ def test_split_k_rescues_a_gemm_with_too_few_output_tiles() -> None:
 def test_epilogue_fusion_and_l2_residency_on_resnet50() -> None:
     graph = zoo.build("resnet50", batch=1, precision="fp16")
     mapping, metrics = _run(graph)
-    fused = [n for n, om in mapping.ops.items() if "fused_into" in om.extra]
+    fused = [n for n, om in mapping.ops.items() if om.payload.fused_into is not None]
     assert len(fused) == sum(1 for op in graph.ops if op.kind.value == "elementwise")
     assert metrics.info["kernels"] == len(graph.ops) - len(fused)
     # batch-1 activations stay in L2: DRAM traffic is the weights plus the image, not more
@@ -202,7 +202,7 @@ def test_precision_without_gemms_of_its_own_runs_the_cuda_cores() -> None:
     y = b.conv(x, 64, 3, pad=1, groups=64, name="dw")
     b.output(y)
     mapping, metrics = _run(b.build())
-    assert mapping.ops["dw"].extra["unit"] == "cuda_cores"
+    assert mapping.ops["dw"].payload.unit == "cuda_cores"
     assert metrics.layers[0].macs == 0
 
 

@@ -172,13 +172,13 @@ def test_the_model_prices_a_networks_windowed_convs_with_the_conv_constants() ->
     base = _gemm_like_convs(_catalog_arch("h100_sxm"))
     slow = with_tuning(base, replace(default_tuning(), conv_efficiency=0.5, conv_fixed_us=6.0))
     mapping = GpuTileMapper().map(graph, base)
-    convs = [o for o in graph.ops if o.kind.value == "conv" and "gemm" in mapping.ops[o.name].extra]
+    convs = [o for o in graph.ops if o.kind.value == "conv" and mapping.ops[o.name].payload.gemm is not None]
     windowed = [o for o in convs if o.dims["R"] * o.dims["S"] > 1]
     assert windowed and len(windowed) < len(convs)
     for op in convs:
-        gemm = mapping.ops[op.name].extra["gemm"]
+        gemm = mapping.ops[op.name].payload.gemm
         assert gemm.conv == (op in windowed)
-        assert mapping.ops[op.name].extra["tile"].split_k == 1 or not gemm.conv
+        assert mapping.ops[op.name].payload.tile.split_k == 1 or not gemm.conv
     fast_layers = {m.layer: m for m in GpuModel().evaluate(mapping, base).layers}
     slow_layers = {m.layer: m for m in GpuModel().evaluate(GpuTileMapper().map(graph, slow), slow).layers}
     for op in convs:
@@ -303,7 +303,7 @@ def test_tensor_parallel_bert_has_one_allreduce_per_attention_and_mlp_block() ->
     mapping = GpuTileMapper().map(graph, node)
     layers = sum(1 for op in graph.ops if op.kind.value == "layernorm") // 2
     assert mapping.solver["allreduces"] == 2 * layers
-    roles = {om.extra["shard"] for om in mapping.ops.values() if "shard" in om.extra}
+    roles = {om.payload.shard for om in mapping.ops.values() if om.payload.fused_into is None}
     assert {"column", "row", "split"} <= roles
     m1 = GpuModel().evaluate(GpuTileMapper().map(graph, one), one)
     m8 = GpuModel().evaluate(mapping, node)

@@ -217,7 +217,7 @@ def test_model_reports_what_the_solver_optimised() -> None:
     metrics = RduModel().evaluate(mapping, arch)
     assert metrics["latency_ms"] == pytest.approx(mapping.solver["latency_ps"] * 1e-9)
     assert mapping.solver["status"] in ("OPTIMAL", "WITHIN_TOLERANCE", "FEASIBLE") and "gap" in mapping.solver
-    sections = {mapping.ops[op.name].extra["section"] for op in graph.ops}
+    sections = {mapping.ops[op.name].payload.section for op in graph.ops}
     assert sections == set(range(metrics.info["sections"]))
 
 

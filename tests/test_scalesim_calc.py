@@ -27,7 +27,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "scalesim" / 
 
 def _gemm_and_arch(layer: ScaleSimLayer, cfg: ScaleSimConfig):
     trace = scalesim_trace([layer], cfg)
-    return trace.mapping.ops[layer.name].extra["gemm"], trace.arch
+    return trace.mapping.ops[layer.name].payload.gemm, trace.arch
 
 
 def _calc_rows() -> list[dict]:

@@ -219,6 +219,7 @@ def test_fused_activation_saves_dram_and_latency(mode):
     from dataclasses import replace
 
     from hwmodels.systolic.model import SystolicModel
+    from mappers.payloads import FoldPlan
     from mappers.systolic.fold import SystolicFoldMapper
     from templates.systolic import SystolicTemplate
 
@@ -229,10 +230,10 @@ def test_fused_activation_saves_dram_and_latency(mode):
     # the mapper marks the fusion; build the unfused mapping by hand from it
     assert fused_map.ops["conv"].resident_output
     assert fused_map.ops["act"].resident_inputs == (conv_out,)
-    assert fused_map.ops["act"].extra["fused_into"] == "conv"
+    assert fused_map.ops["act"].payload.fused_into == "conv"
     plain_ops = {
         "conv": replace(fused_map.ops["conv"], resident_output=False),
-        "act": replace(fused_map.ops["act"], resident_inputs=(), extra={"unit": "vector"}),
+        "act": replace(fused_map.ops["act"], resident_inputs=(), payload=FoldPlan(unit="vector")),
     }
     plain_map = replace(fused_map, ops=plain_ops)
 

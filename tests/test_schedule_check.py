@@ -76,9 +76,10 @@ def test_short_lifetime_is_caught(good):
 
 def test_traffic_misreport_is_caught(good):
     bad = _broken(good)
-    name = next(n for n, om in good.ops.items() if not om.extra.get("fused_into"))
+    name = next(n for n, om in good.ops.items() if not om.payload.fused_into)
     om = good.ops[name]
-    bad.ops = {**good.ops, name: replace(om, extra={**om.extra, "dram_read_bytes": om.extra["dram_read_bytes"] + 4096})}
+    misreported = replace(om.payload, dram_read_bytes=om.payload.dram_read_bytes + 4096)
+    bad.ops = {**good.ops, name: replace(om, payload=misreported)}
     with pytest.raises(ScheduleError, match="replay counts"):
         check_schedule(bad)
 

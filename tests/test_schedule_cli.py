@@ -7,6 +7,7 @@ import json
 from dse.cli import main
 from dse.graph import Graph
 from mappers.base import Buffer, Mapping, OpMapping
+from mappers.payloads import TiledPlan
 from mappers.systolic.check import check_schedule
 
 SPEC = """
@@ -35,9 +36,12 @@ def _rebuild(doc, graph: Graph, arch) -> Mapping:
     """A Mapping from schedule.json, to replay what the file claims through the validator."""
     ops, buffers = {}, set()
     for e in doc["ops"]:
-        extra = {"dram_read_bytes": e["dram_read_bytes"], "dram_write_bytes": e["dram_write_bytes"]}
-        if "fused_into" in e:
-            extra["fused_into"] = e["fused_into"]
+        plan = TiledPlan(
+            unit="vector" if "fused_into" in e else "array",
+            dram_read_bytes=e["dram_read_bytes"],
+            dram_write_bytes=e["dram_write_bytes"],
+            fused_into=e.get("fused_into"),
+        )
         ops[e["op"]] = OpMapping(
             e["op"],
             e["tile"],
@@ -45,7 +49,7 @@ def _rebuild(doc, graph: Graph, arch) -> Mapping:
             e["dataflow"],
             tuple(e["resident_inputs"]),
             e["resident_output"],
-            extra,
+            plan,
         )
         for b in e["buffers"]:
             buffers.add(Buffer(b["tensor"], b["memory"], b["offset"], b["size"], b["start"], b["end"], b["kind"]))

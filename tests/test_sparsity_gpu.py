@@ -56,16 +56,16 @@ def test_compute_bound_gemm_runs_near_twice_as_fast(pattern):
     _, sparse_map, sparse = _run(_mlp(pattern), sparsity="2:4")
     speedup = dense.values["latency_ms"] / sparse.values["latency_ms"]
     assert 1.5 < speedup <= GPU_SPARSE_TENSOR_SPEEDUP.value + 1e-9
-    d, s = dense_map.ops["fc1"].extra, sparse_map.ops["fc1"].extra
-    assert s["gemm"].sparse_2_4 and not d["gemm"].sparse_2_4
-    assert s["b_dram"] == pytest.approx(d["b_dram"] * 0.5 * (1 + 2 / 16))  # fp16: half the values + 2-bit index
+    d, s = dense_map.ops["fc1"].payload, sparse_map.ops["fc1"].payload
+    assert s.gemm.sparse_2_4 and not d.gemm.sparse_2_4
+    assert s.b_dram == pytest.approx(d.b_dram * 0.5 * (1 + 2 / 16))  # fp16: half the values + 2-bit index
     assert sparse.values["dram_mb"] < dense.values["dram_mb"]
 
 
 def test_incompatible_patterns_stay_dense():
     _, _, dense = _run(_mlp("4:8"))
     _, mapping, sparse = _run(_mlp("4:8"), sparsity="2:4")
-    assert not mapping.ops["fc1"].extra["gemm"].sparse_2_4
+    assert not mapping.ops["fc1"].payload.gemm.sparse_2_4
     assert sparse.values["latency_ms"] == dense.values["latency_ms"]
     assert [fits_2_4(n, m) for n, m in [(2, 4), (1, 4), (2, 8), (1, 2), (4, 8), (3, 4), (3, 8), (2, 3)]] == [
         True, True, True, True, False, False, False, False,

@@ -76,7 +76,7 @@ def test_closed_form_pairs_reproduce_the_mappers_stall_free_cycles():
         arch = SystolicTemplate().instantiate(point)
         mapping = SystolicFoldMapper().map(graph, arch)
         for j, name in enumerate(ops.names):
-            expected = mapping.ops[name].extra.get("compute_cycles", 0)
+            expected = mapping.ops[name].payload.compute_cycles
             assert compute[d * len(ops) + j] == pytest.approx(expected, rel=1e-9), (point, name)
     assert ops.count.sum() == len(graph.ops)  # every op is represented exactly once
 

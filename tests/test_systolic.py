@@ -142,7 +142,7 @@ def test_vector_ops_run_on_the_vector_unit():
     ln = m.layers[0]
     assert ln.compute_cycles == math.ceil(8 * 128 * 768 / 64)
     assert ln.energy_breakdown_pj["vector"] > 0 and ln.macs == 0
-    assert SystolicFoldMapper().map(b.build(), SystolicTemplate().instantiate({})).ops["sm"].extra["unit"] == "vector"
+    assert SystolicFoldMapper().map(b.build(), SystolicTemplate().instantiate({})).ops["sm"].payload.unit == "vector"
 
 
 def test_every_zoo_model_evaluates():

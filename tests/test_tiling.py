@@ -104,7 +104,7 @@ def test_whole_op_tile_costs_exactly_the_fold_mapper_cycles():
     unit = build_units(graph)[0]
     nest = loop_nest(graph, unit, 1, a.vector_lanes)
     cands = enumerate_candidates(nest, target_of(a), CostModel("latency", 8.0))
-    fold = SystolicFoldMapper().map(graph, a).ops["op"].extra["compute_cycles"]
+    fold = SystolicFoldMapper().map(graph, a).ops["op"].payload.compute_cycles
     assert cands.cycles.min() == fold
     assert lower_op(graph.op("op")).macs == graph.op("op").macs
 

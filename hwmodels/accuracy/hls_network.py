@@ -19,6 +19,7 @@ import numpy as np
 
 from dse.errors import UserError
 from dse.graph import Graph, OpKind
+from mappers.payloads import LayerGroupPlan
 
 WEIGHT_SEED = 0
 
@@ -45,8 +46,8 @@ def hls_types(design: NetworkDesign) -> dict[str, Any]:
     layer_config: dict[str, Any] = {}
     model_precision = arch.precision.hls()
     for op in design.graph.ops:
-        om = design.mapping.ops[op.name]
-        plan = om.extra.get("plan")
+        member = design.mapping.ops[op.name].payload_as(LayerGroupPlan)
+        plan = member.plan
         name = hls_name(op.name)
         if plan is not None:
             k = plan.knobs
@@ -61,7 +62,7 @@ def hls_types(design: NetworkDesign) -> dict[str, Any]:
                 },
             }
         else:
-            result = _group_result(design, om.extra["group"])
+            result = _group_result(design, member.group)
             entry: dict[str, Any] = {"Precision": {"result": result}}
             if op.kind in (OpKind.SOFTMAX, OpKind.POOL):
                 entry["Precision"]["accum"] = arch.accum_precision.hls()

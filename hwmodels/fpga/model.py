@@ -26,6 +26,7 @@ from hwmodels.fpga.cost import (
     stream_buffers,
 )
 from mappers.base import Mapping
+from mappers.payloads import LayerGroupPlan
 from templates.fpga_dataflow import FpgaArch
 
 
@@ -46,8 +47,8 @@ class FpgaDataflowModel:
         data_bits = arch.precision.width
         shared_plans: list[ComputePlan] = []
         for op in graph.ops:
-            om = mapping.ops[op.name]
-            plan: ComputePlan | None = om.extra.get("plan")
+            member = mapping.ops[op.name].payload_as(LayerGroupPlan)
+            plan = member.plan
             res = EngineResources(0.0, 0.0, 0.0, 0.0)
             if plan is not None:
                 cycles, interval = plan.cycles, plan.interval
@@ -72,12 +73,12 @@ class FpgaDataflowModel:
                 data_bits = plan.knobs.result.width
                 extra = {**describe(plan), **res.__dict__}
             else:
-                cycles, interval = om.extra["cycles"], om.extra["interval"]
+                cycles, interval = member.cycles, member.interval
                 res = add_resources(
                     aux_resources(op, graph, arch, data_bits), stream_buffers(op, graph, arch, data_bits)
                 )
                 stages.append(interval)
-                extra = {"layer_index": om.extra["group"], **res.__dict__}
+                extra = {"layer_index": member.group, **res.__dict__}
             latency += cycles
             for k in totals:
                 totals[k] += getattr(res, k)

@@ -29,13 +29,13 @@ from hwmodels.base import LayerMetrics, Metrics
 from hwmodels.catalogs.gpu import assumption
 from hwmodels.gpu.cost import (
     KernelCost,
-    Tile,
     allgather_seconds,
     allreduce_seconds,
     gemm_cost,
     memory_kernel_cost,
 )
 from mappers.base import Mapping
+from mappers.payloads import GpuKernel
 from templates.gpu import GpuArch
 
 ENERGY_NOTE = "GPU energy is an estimate from TDP and utilization (static share assumed), not a measurement"
@@ -43,29 +43,30 @@ ENERGY_NOTE = "GPU energy is an estimate from TDP and utilization (static share 
 
 def kernel_cost(mapping: Mapping, name: str, arch: GpuArch) -> KernelCost | None:
     """The cost of the kernel rooted at op ``name``; None for an op fused into another kernel's epilogue."""
-    om = mapping.ops[name]
-    if "fused_into" in om.extra:
+    kernel = mapping.ops[name].payload_as(GpuKernel)
+    if kernel.fused_into is not None:
         return None
-    traffic = om.extra["traffic"]
-    if om.extra.get("unit") == "tensor":
+    traffic = kernel.traffic
+    if traffic is None:
+        raise TypeError(f"op {name!r}: its GPU kernel carries no traffic")
+    if kernel.unit == "tensor" and kernel.gemm is not None and kernel.tile is not None:
         return gemm_cost(
-            om.extra["gemm"],
-            om.extra["tile"],
+            kernel.gemm,
+            kernel.tile,
             arch,
-            a_dram_bytes=om.extra["a_dram"],
-            b_dram_bytes=om.extra["b_dram"],
+            a_dram_bytes=kernel.a_dram,
+            b_dram_bytes=kernel.b_dram,
             c_dram_bytes=traffic.dram_write,
-            extra_read_bytes=om.extra["extra_dram"],
+            extra_read_bytes=kernel.extra_dram,
         )
-    op = mapping.graph.op(name)
     return memory_kernel_cost(
         arch,
-        flops=float(om.extra.get("flops", op.flops)),
+        flops=float(kernel.flops),
         dram_read_bytes=traffic.dram_read,
         dram_write_bytes=traffic.dram_write,
         l2_bytes=traffic.l2,
-        kind=om.extra.get("kernel_kind", "elementwise"),
-        row_bytes=float(om.extra.get("row_bytes", 0.0)),
+        kind=kernel.kernel_kind,
+        row_bytes=float(kernel.row_bytes),
     )
 
 
@@ -75,11 +76,9 @@ def collective_seconds(mapping: Mapping, name: str, arch: GpuArch) -> float:
     gpus = int(getattr(arch, "gpus", 1))
     if gpus <= 1:
         return 0.0
-    extra = mapping.ops[name].extra
+    kernel = mapping.ops[name].payload_as(GpuKernel)
     link = arch.nvlink_gbps * 1e9
-    return allreduce_seconds(extra.get("allreduce_bytes", 0.0), gpus, link) + allgather_seconds(
-        extra.get("allgather_bytes", 0.0), gpus, link
-    )
+    return allreduce_seconds(kernel.allreduce_bytes, gpus, link) + allgather_seconds(kernel.allgather_bytes, gpus, link)
 
 
 def kernel_power_w(cost: KernelCost, arch: GpuArch, peak_flops: float) -> tuple[float, float, float]:
@@ -111,7 +110,7 @@ class GpuModel:
         dram_bytes = 0.0
         kernels = 0
         for name in mapping.order:
-            om = mapping.ops[name]
+            kernel = mapping.ops[name].payload_as(GpuKernel)
             op = mapping.graph.op(name)
             cost = kernel_cost(mapping, name, arch)
             if cost is None:
@@ -128,12 +127,12 @@ class GpuModel:
                         dram_write_bytes=0.0,
                         energy_pj=0.0,
                         energy_breakdown_pj={k: 0.0 for k in totals},
-                        extra={"unit": "epilogue", "fused_into": om.extra["fused_into"]},
+                        extra={"unit": "epilogue", "fused_into": kernel.fused_into},
                     )
                 )
                 continue
             kernels += 1
-            tensor = om.extra.get("unit") == "tensor"
+            tensor = kernel.unit == "tensor"
             peak = arch.peak_flops * cost.math_speedup if tensor else arch.fp32_tflops * 1e12
             static_w, compute_w, memory_w = kernel_power_w(cost, arch, peak)
             comm_s = collective_seconds(mapping, name, arch)
@@ -149,28 +148,28 @@ class GpuModel:
             cycles = seconds * clock_hz
             compute_cycles = min(cost.compute_s, cost.seconds) * clock_hz
             extra: dict[str, Any] = {
-                "unit": om.extra.get("unit"),
+                "unit": kernel.unit,
                 "bound": cost.bound,
                 "launch_s": cost.launch_s,
                 "host_s": cost.host_s,
                 "collective_s": comm_s,
-                "shard": om.extra.get("shard", "whole"),
+                "shard": kernel.shard,
                 "compute_s": cost.compute_s,
                 "dram_s": cost.dram_s,
                 "l2_s": cost.l2_s,
                 "flops": cost.flops,
                 "l2_bytes": cost.l2_bytes,
             }
-            if tensor:
-                tile: Tile = om.extra["tile"]
+            tile = kernel.tile
+            if tensor and tile is not None:
                 extra.update(
                     tile=f"{tile.bm}x{tile.bn}x{tile.bk}" + (f"/split{tile.split_k}" if tile.split_k > 1 else ""),
                     blocks=cost.blocks,
                     waves=cost.waves,
                     tile_efficiency=cost.tile_efficiency,
                 )
-            if om.extra.get("fused"):
-                extra["epilogue"] = ",".join(om.extra["fused"])
+            if kernel.fused:
+                extra["epilogue"] = ",".join(kernel.fused)
             layers.append(
                 LayerMetrics(
                     layer=name,

@@ -15,6 +15,7 @@ from hwmodels.rdu.cost import plan_cost, rdu_area_mm2
 from hwmodels.rdu.node import link_bytes, link_ps, throughput_factor
 from hwmodels.rdu.serving import serving_metrics
 from mappers.base import Mapping
+from mappers.payloads import SectionPlan
 from mappers.rdu.problem import build_problem
 from templates.rdu import RduArch
 
@@ -46,14 +47,14 @@ class RduModel:
         section_of = {i: s for s, sec in enumerate(cost.sections) for i in range(sec.first, sec.last + 1)}
         layers = []
         for i, op in enumerate(mapping.graph.ops):
-            om = mapping.ops[op.name]
+            section = mapping.ops[op.name].payload_as(SectionPlan)
             op_s = cost.op_ps[i] * 1e-12
-            util = op.flops / (op_s * 2 * om.extra["pcus"] * arch.macs_per_pcu_cycle * clock_hz) if op_s > 0 else 0.0
+            util = op.flops / (op_s * 2 * section.pcus * arch.macs_per_pcu_cycle * clock_hz) if op_s > 0 else 0.0
             extra: dict[str, Any] = {
                 "section": section_of[i],
-                "pcus": om.extra["pcus"],
-                "pmus": om.extra["pmus"],
-                "tiers": ",".join(f"{k}={v}" for k, v in om.extra["tiers"].items()),
+                "pcus": section.pcus,
+                "pmus": section.pmus,
+                "tiers": ",".join(f"{k}={v}" for k, v in section.tiers.items()),
             }
             layers.append(
                 LayerMetrics(

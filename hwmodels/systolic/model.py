@@ -20,6 +20,7 @@ from hwmodels.systolic.cost import gemm_cost, vector_op_cost
 from hwmodels.systolic.pricing import Prices, design_prices, gemm_energy_pj, vector_energy_pj
 from hwmodels.systolic.sparse import SparseLowering, sparse_mac_energy_pj
 from mappers.base import Mapping, OpMapping
+from mappers.payloads import FoldPlan, TiledPlan
 from templates.systolic import SystolicArch
 
 
@@ -62,10 +63,10 @@ class SystolicModel:
             key = (op.shape_key(), arch_key, _mapping_key(op, om, mapping))
             core = _LAYER_CACHE.get(key)
             if core is None:
-                if om.extra.get("tiling"):
-                    core = _tiled_core(op, om, arch, prices)
+                if isinstance(om.payload, TiledPlan):
+                    core = _tiled_core(op, om, om.payload, arch, prices)
                 else:
-                    core = _fold_core(op, om, mapping, arch, prices)
+                    core = _fold_core(op, om, om.payload_as(FoldPlan), mapping, arch, prices)
                 _LAYER_CACHE.put(key, core)
             cycles, compute, stall, macs, util = core.cycles, core.compute, core.stall, core.macs, core.util
             rd, wr, sram_rd, sram_wr = core.rd, core.wr, core.sram_rd, core.sram_wr
@@ -211,28 +212,33 @@ def _mapping_key(op: Op, om: OpMapping, mapping: Mapping) -> tuple:
     tensors = mapping.graph.tensors
     sizes = tuple(tensors[t].numel for t in (*op.inputs, *op.weights, *op.outputs))
     resident = tuple(t in om.resident_inputs for t in op.inputs)
-    base = (
+    plan = om.payload
+    if not isinstance(plan, TiledPlan):
+        plan = om.payload_as(FoldPlan)
+        return (
+            sizes,
+            resident,
+            om.resident_output,
+            bool(plan.fused_into),
+            plan.unit,
+            plan.dense_shape_gemm,  # only the report's before-reshaping utilisation depends on it
+        )
+    operands = tuple((o.role, o.traffic, o.footprint) for o in plan.operands)
+    return (
         sizes,
         resident,
         om.resident_output,
-        bool(om.extra.get("fused_into")),
-        om.extra.get("unit"),
-        om.extra.get("dense_shape_gemm"),  # only the report's before-reshaping utilisation depends on it
-    )
-    if not om.extra.get("tiling"):
-        return base
-    ex = om.extra
-    operands = tuple((o["role"], o["traffic"], o["footprint"]) for o in ex.get("operands", ()))
-    return (
-        *base,
+        bool(plan.fused_into),
+        plan.unit,
+        None,
         tuple(sorted(om.tile.items())),
         tuple(om.loop_order),
-        ex.get("dram_read_bytes"),
-        ex.get("dram_write_bytes"),
-        ex.get("compute_cycles"),
-        ex.get("sram_words"),
+        plan.dram_read_bytes,
+        plan.dram_write_bytes,
+        plan.compute_cycles,
+        plan.sram_words,
         operands,
-        tuple(mapping.graph.op(n).flops for n in ex.get("fused_ops", ())),
+        tuple(mapping.graph.op(n).flops for n in plan.fused_ops),
     )
 
 
@@ -247,11 +253,13 @@ def _pe_utilization(gemm: LoweredGemm, dense_shape: LoweredGemm | None, arch: Sy
     return out
 
 
-def _fold_core(op: Op, om: OpMapping, mapping: Mapping, arch: SystolicArch, prices: Prices) -> _LayerCore:
+def _fold_core(
+    op: Op, om: OpMapping, plan: FoldPlan, mapping: Mapping, arch: SystolicArch, prices: Prices
+) -> _LayerCore:
     """One layer under the fold mapper: SCALE-Sim's figures (module docstring)."""
     peak, wb = arch.macs_per_cycle, arch.word_bytes
-    if om.extra.get("unit") == "array":
-        gemm: LoweredGemm = om.extra["gemm"]
+    if plan.unit == "array" and plan.gemm is not None:
+        gemm = plan.gemm
         cost = gemm_cost(gemm, arch, write_output=not om.resident_output)
         cycles = cost.total_cycles
         rd = (cost.ifmap_dram_reads + cost.filter_dram_reads) * wb
@@ -261,7 +269,7 @@ def _fold_core(op: Op, om: OpMapping, mapping: Mapping, arch: SystolicArch, pric
         sram_wr = (cost.ofmap_sram_writes + cost.ifmap_dram_reads + cost.filter_dram_reads) * wb
         macs = gemm.macs
         breakdown = gemm_energy_pj(cost, macs, prices, wb)
-        sparse: SparseLowering | None = om.extra.get("sparse")
+        sparse = plan.sparse
         sparse_extra: dict = {}
         if sparse is not None:
             rd, sram_rd, sram_wr, sparse_extra = _sparse_charges(
@@ -281,7 +289,7 @@ def _fold_core(op: Op, om: OpMapping, mapping: Mapping, arch: SystolicArch, pric
             "row_folds": cost.row_folds,
             "col_folds": cost.col_folds,
             **sparse_extra,
-            **_pe_utilization(gemm, om.extra.get("dense_shape_gemm"), arch),
+            **_pe_utilization(gemm, plan.dense_shape_gemm, arch),
         }
     else:
         busy, rd_words, wr_words = vector_op_cost(op, arch, _tensor_words(op, mapping))
@@ -294,7 +302,7 @@ def _fold_core(op: Op, om: OpMapping, mapping: Mapping, arch: SystolicArch, pric
         util = 0.0
         breakdown = vector_energy_pj(op.flops, rd, wr, prices)
         extra = {"unit": "vector"}
-        fused_into = om.extra.get("fused_into")
+        fused_into = plan.fused_into
         if fused_into:
             # runs in the producer's output pipeline: no latency of its own (and so no
             # leakage), but its ALU work and its output's DRAM write are still paid for
@@ -330,7 +338,7 @@ def _sparse_charges(
     return rd + dram_delta, sram_rd + sram_read_delta, sram_wr + dram_delta, extra
 
 
-def _tiled_core(op: Op, om: OpMapping, arch: SystolicArch, prices: Prices) -> _LayerCore:
+def _tiled_core(op: Op, om: OpMapping, plan: TiledPlan, arch: SystolicArch, prices: Prices) -> _LayerCore:
     """One op under a tiling mapper (cpsat, greedy): its figures follow the chosen tile and residency.
 
     DRAM bytes are the mapping's (validated by ``mappers.systolic.check``); compute cycles are the
@@ -340,23 +348,22 @@ def _tiled_core(op: Op, om: OpMapping, arch: SystolicArch, prices: Prices) -> _L
     the array's accesses plus every DRAM fill and drain; a resident tensor is read from SRAM instead
     of DRAM, so residency shows up as less DRAM energy and fewer stalls.
     """
-    ex = om.extra
     wb = arch.word_bytes
-    if ex.get("fused_into"):
+    if plan.fused_into:
         # runs in its producer's output pipeline / SIMD pass: no latency or traffic of its own
         breakdown = {"mac": 0.0, "sram": 0.0, "dram": 0.0, "vector": op.flops * prices.e_alu}
-        extra = {"unit": "vector", "fused_into": ex["fused_into"]}
+        extra = {"unit": "vector", "fused_into": plan.fused_into}
         return _LayerCore(0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(breakdown.items()), tuple(extra.items()))
-    rd = float(ex["dram_read_bytes"])
-    wr = float(ex["dram_write_bytes"])
-    compute = float(ex["compute_cycles"])
+    rd = float(plan.dram_read_bytes)
+    wr = float(plan.dram_write_bytes)
+    compute = float(plan.compute_cycles)
     bpc = arch.dram_bytes_per_cycle
     in_bytes = out_bytes = 0.0
     first_tiles = last_tile = 0.0
-    for o in ex.get("operands", ()):
-        traffic, footprint = float(o["traffic"]), float(o["footprint"])
+    for o in plan.operands:
+        traffic, footprint = float(o.traffic), float(o.footprint)
         one_tile = footprint if traffic <= footprint else footprint / 2
-        if o["role"] == "output":
+        if o.role == "output":
             out_bytes += traffic
             last_tile += min(traffic, one_tile)
         else:
@@ -367,15 +374,15 @@ def _tiled_core(op: Op, om: OpMapping, arch: SystolicArch, prices: Prices) -> _L
     else:
         fill, tail = first_tiles / bpc, last_tile / bpc
         if arch.dram_mode == "per_operand":
-            streams = [float(o["traffic"]) for o in ex.get("operands", ())]
+            streams = [float(o.traffic) for o in plan.operands]
             busy = max([compute, *[t / bpc for t in streams]])
         else:
             busy = max(compute, (rd + wr) / bpc)
     cycles = fill + busy + tail
-    is_array = ex.get("unit") == "array"
+    is_array = plan.unit == "array"
     macs = op.macs if is_array else 0
     util = macs / (arch.macs_per_cycle * cycles) if cycles and is_array else 0.0
-    sram_words = float(ex.get("sram_words", 0))
+    sram_words = float(plan.sram_words)
     e_sram = sum(prices.e_sram.values()) / len(prices.e_sram)
     sram_rd = sram_words * wb + wr
     sram_wr = rd + (sram_words * wb if not is_array else 0.0)
@@ -386,7 +393,7 @@ def _tiled_core(op: Op, om: OpMapping, arch: SystolicArch, prices: Prices) -> _L
         "vector": 0.0 if is_array else op.flops * prices.e_alu,
     }
     extra = {
-        "unit": ex.get("unit"),
+        "unit": plan.unit,
         "fill_cycles": fill,
         "tail_cycles": tail,
         "busy_cycles": busy,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from mappers.base import Mapping, OpMapping
 from mappers.multicore.problem import DEMAND_UNITS, OBJECTIVES, EdgeActivity, Problem
+from mappers.payloads import CoreTask
 
 WEIGHT_SCALE = 1000  # the fastest model's rate in the integer throughput weights
 
@@ -253,7 +254,7 @@ def to_mapping(schedule: Schedule, mapper: str, solver: dict) -> Mapping:
                 op=name,
                 tile={"tiles": layer.tiles},
                 dataflow=p.arch.cores[core].dataflow,
-                extra={"unit": "core", "core": core, "layer": layer.name, "spans": spans[li]},
+                payload=CoreTask(core=core, layer=layer.name, spans=tuple(spans[li])),
             )
     solver = {**solver, "schedule": schedule}
     return Mapping(p.graph, p.arch, ops, [o.name for o in p.graph.ops], mapper=mapper, solver=solver)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from dse.graph import Graph
 from hwmodels.rdu.cost import Plan, PlanCost, SectionProblem, plan_cost
 from mappers.base import Mapping, MappingError, OpMapping
+from mappers.payloads import SectionPlan
 from mappers.rdu.cpsat import SectionSolution, solve_sections
 from mappers.rdu.exact import GAP_TOLERANCE, MAX_STEPS, solve_exact
 from mappers.rdu.heuristics import unfused_plan
@@ -34,13 +35,13 @@ def to_mapping(problem: SectionProblem, plan: Plan, cost: PlanCost, mapper: str,
             op=name,
             tile={},
             dataflow="spatial",
-            extra={
-                "section": section_of[i],
-                "pcus": option.pcus,
-                "pmus": option.pmus,
-                "cycles": option.cycles,
-                "tiers": tier_of_op.get(i, {}),
-            },
+            payload=SectionPlan(
+                section=section_of[i],
+                pcus=option.pcus,
+                pmus=option.pmus,
+                cycles=option.cycles,
+                tiers=tier_of_op.get(i, {}),
+            ),
         )
     solver = {
         **info,

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dse.graph import Graph
-from mappers.base import Mapping
+from mappers.base import Mapping, OpMapping
+from mappers.payloads import FoldPlan, TiledPlan
 from mappers.systolic.nest import ROLE_OUTPUT, ROLE_WEIGHT, LoopNest, Operand, Unit, loop_nest, target_of
 
 # Replays longer than this many tile steps are refused (no schedule the tiler emits comes close).
@@ -97,18 +98,23 @@ def replay_operand(nest: LoopNest, operand: Operand, tile: dict[str, int], order
     return Replay(fetched, reread, int(changed.sum()), float(sizes.max()))
 
 
+def _fused_into(om: OpMapping) -> str | None:
+    """The unit head an op runs fused into, as its (fold or tiled) systolic payload records it."""
+    return om.payload.fused_into if isinstance(om.payload, (FoldPlan, TiledPlan)) else None
+
+
 def _units_of(mapping: Mapping) -> list[Unit]:
     """Rebuild the scheduled units from the mapping's own fusion marks."""
     graph = mapping.graph
     tails: dict[str, list[str]] = {}
     for name, om in mapping.ops.items():
-        head = om.extra.get("fused_into")
+        head = _fused_into(om)
         if head:
             tails.setdefault(head, []).append(name)
     units = []
     for op in graph.ops:
         om = mapping.ops.get(op.name)
-        if om is None or om.extra.get("fused_into"):
+        if om is None or _fused_into(om):
             continue
         names = (op.name, *tails.get(op.name, []))
         out = graph.op(names[-1]).outputs[0]
@@ -230,7 +236,8 @@ def check_schedule(mapping: Mapping) -> CheckReport:
                 reads += rep.fetched
             elif o.tensor not in producer_op and o.tensor in resident and resident[o.tensor].start == pos[0]:
                 reads += graph.tensors[o.tensor].numel * wb  # a resident graph input's one load
-        got_r, got_w = om.extra.get("dram_read_bytes"), om.extra.get("dram_write_bytes")
+        plan = om.payload if isinstance(om.payload, TiledPlan) else None
+        got_r, got_w = (plan.dram_read_bytes, plan.dram_write_bytes) if plan else (None, None)
         if got_r is None or abs(got_r - reads) > slack + 1 or abs(got_w - writes) > slack + 1:
             problems.append(
                 f"op {unit.name!r}: records {got_r} bytes read / {got_w} written, the replay counts "
@@ -238,8 +245,8 @@ def check_schedule(mapping: Mapping) -> CheckReport:
             )
         dram += int(got_r or 0) + int(got_w or 0)
         for fused in unit.ops[1:]:
-            fm = mapping.ops[fused]
-            if fm.extra.get("dram_read_bytes", 0) or fm.extra.get("dram_write_bytes", 0):
+            fused_plan = mapping.ops[fused].payload
+            if isinstance(fused_plan, TiledPlan) and (fused_plan.dram_read_bytes or fused_plan.dram_write_bytes):
                 problems.append(f"fused op {fused!r} records DRAM traffic of its own")
     recorded = mapping.solver.get("dram_bytes")
     if recorded is not None and recorded != dram:

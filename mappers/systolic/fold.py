@@ -18,6 +18,7 @@ from hwmodels.systolic.compute import ConvGeometry, LoweredGemm, compute_cycles,
 from hwmodels.systolic.reshape import reshape_for_array
 from hwmodels.systolic.sparse import sparse_lowering
 from mappers.base import Mapping, MappingError, OpMapping
+from mappers.payloads import FoldPlan
 from templates.systolic import SystolicArch
 
 ARRAY_KINDS = (OpKind.CONV, OpKind.MATMUL)
@@ -75,22 +76,21 @@ class SystolicFoldMapper:
                     tile={"Sr": min(sr, rows), "Sc": min(sc, cols), "T": t},
                     loop_order=("col_fold", "row_fold", "T"),
                     dataflow=dataflow,
-                    extra={
-                        "unit": "array",
-                        "gemm": gemm,
-                        "Sr": sr,
-                        "Sc": sc,
-                        "T": t,
-                        "row_folds": rf,
-                        "col_folds": cf,
-                        "compute_cycles": compute_cycles(gemm, rows, cols, dataflow),
-                        **({"sparse": sparse} if sparse is not None else {}),
-                        # the op as the workload gave it (dense, its own widths): the report's "before" utilisation
-                        **({"dense_shape_gemm": lower_op(before)} if changed and before is not None else {}),
-                    },
+                    payload=FoldPlan(
+                        unit="array",
+                        gemm=gemm,
+                        spatial_rows=sr,
+                        spatial_cols=sc,
+                        temporal=t,
+                        row_folds=rf,
+                        col_folds=cf,
+                        compute_cycles=compute_cycles(gemm, rows, cols, dataflow),
+                        sparse=sparse,
+                        dense_shape_gemm=lower_op(before) if changed and before is not None else None,
+                    ),
                 )
             elif op.kind in VECTOR_KINDS:
-                ops[op.name] = OpMapping(op=op.name, tile={}, dataflow="vector", extra={"unit": "vector"})
+                ops[op.name] = OpMapping(op=op.name, tile={}, dataflow="vector", payload=FoldPlan(unit="vector"))
             else:
                 raise MappingError(f"op {op.name!r}: kind {op.kind.value} has no systolic mapping", node=op.name)
         _fuse_activations(graph, ops)
@@ -103,7 +103,7 @@ def _fuse_activations(graph: Graph, ops: dict[str, OpMapping]) -> None:
     Every systolic accelerator applies the activation in the array's output pipeline (TPU v1's
     activation unit, Gemmini's accumulator scaling) instead of writing the raw outputs to DRAM and
     reading them back. The producer keeps its result on chip (``resident_output``), the activation
-    reads it from there (``resident_inputs``) and adds no latency (``extra["fused_into"]``).
+    reads it from there (``resident_inputs``) and adds no latency (``FoldPlan.fused_into``).
     Only done when the activation is the producer's only consumer, so no other op needs the raw values.
     """
     producer = graph.producer()
@@ -119,4 +119,5 @@ def _fuse_activations(graph: Graph, ops: dict[str, OpMapping]) -> None:
         if graph.tensors[src].kind == "output":
             continue
         ops[prod] = replace(ops[prod], resident_output=True)
-        ops[op.name] = replace(ops[op.name], resident_inputs=(src,), extra={**ops[op.name].extra, "fused_into": prod})
+        fused = ops[op.name]
+        ops[op.name] = replace(fused, resident_inputs=(src,), payload=replace(fused.payload, fused_into=prod))

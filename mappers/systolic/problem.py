@@ -12,6 +12,7 @@ from dse.graph import Graph, OpKind
 from hwmodels.systolic.reshape import reshape_for_array
 from hwmodels.systolic.sparse import sparse_lowering
 from mappers.base import Buffer, Mapping, MappingError, OpMapping
+from mappers.payloads import OperandTraffic, TiledPlan
 from mappers.systolic.fold import lower_op
 from mappers.systolic.nest import ROLE_OUTPUT, ROLE_WEIGHT, TileTarget, Unit, build_units, larger_memory_hint, target_of
 from mappers.systolic.objective import CostModel, cost_model, mode_cost
@@ -239,7 +240,7 @@ def to_mapping(problem: Problem, schedule: Schedule, mapper: str) -> Mapping:
         reads = writes = 0
         staged_at = {memory: 0 for memory, _ in target.capacities}
         staged_at[target.resident_memory] = schedule.staging_offset.get(u, 0)
-        operand_bytes: list[dict] = []
+        operand_bytes: list[OperandTraffic] = []
         for j, o in enumerate(cands.nest.operands):
             traffic = int(cands.traffic[j, c])
             if o.role == ROLE_OUTPUT:
@@ -255,13 +256,13 @@ def to_mapping(problem: Problem, schedule: Schedule, mapper: str) -> Mapping:
             else:
                 reads += traffic
             operand_bytes.append(
-                {
-                    "tensor": o.tensor,
-                    "role": o.role,
-                    "resident": bool(mode[j]),
-                    "traffic": 0 if mode[j] else traffic,
-                    "footprint": int(cands.footprint[j, c]),
-                }
+                OperandTraffic(
+                    tensor=o.tensor,
+                    role=o.role,
+                    resident=bool(mode[j]),
+                    traffic=0 if mode[j] else traffic,
+                    footprint=int(cands.footprint[j, c]),
+                )
             )
             if has_tile_buffer(o.role, mode[j]):
                 memory = target.memory_of(o.role)
@@ -273,20 +274,18 @@ def to_mapping(problem: Problem, schedule: Schedule, mapper: str) -> Mapping:
         head = graph.op(unit.name)
         is_array = head.kind in (OpKind.CONV, OpKind.MATMUL)
         resident_inputs = tuple(t for j, t in enumerate(problem.operand_tensors(u)) if mode[j] and t in unit.inputs)
-        extra = {
-            "unit": "array" if is_array else "vector",
-            "tiling": True,
-            "fused_ops": unit.ops[1:],
-            "dram_read_bytes": reads,
-            "dram_write_bytes": writes,
-            "compute_cycles": int(cands.cycles[c]),
-            "sram_words": int(cands.sram_words[c]),
-            "operands": operand_bytes,
-            "psum_read_bytes": 0 if mode[-1] else int(cands.psum_reads[c]),
-            "position": first_index[u],
-        }
-        if is_array:
-            extra["gemm"] = lower_op(head)
+        plan = TiledPlan(
+            unit="array" if is_array else "vector",
+            dram_read_bytes=reads,
+            dram_write_bytes=writes,
+            compute_cycles=int(cands.cycles[c]),
+            sram_words=int(cands.sram_words[c]),
+            operands=tuple(operand_bytes),
+            psum_read_bytes=0 if mode[-1] else int(cands.psum_reads[c]),
+            position=first_index[u],
+            fused_ops=tuple(unit.ops[1:]),
+            gemm=lower_op(head) if is_array else None,
+        )
         ops[unit.name] = OpMapping(
             op=unit.name,
             tile=cands.tile(c),
@@ -294,7 +293,7 @@ def to_mapping(problem: Problem, schedule: Schedule, mapper: str) -> Mapping:
             dataflow=target.dataflow if is_array else "vector",
             resident_inputs=resident_inputs,
             resident_output=bool(mode[-1]),
-            extra=extra,
+            payload=plan,
         )
         for fused in unit.ops[1:]:
             src = graph.op(fused).inputs[0]
@@ -303,13 +302,7 @@ def to_mapping(problem: Problem, schedule: Schedule, mapper: str) -> Mapping:
                 tile={},
                 dataflow="vector",
                 resident_inputs=(src,),
-                extra={
-                    "unit": "vector",
-                    "fused_into": unit.name,
-                    "tiling": True,
-                    "dram_read_bytes": 0,
-                    "dram_write_bytes": 0,
-                },
+                payload=TiledPlan(unit="vector", fused_into=unit.name),
             )
         if unit.output in problem.consumers and unit.output not in resident:
             spills.append(unit.output)
@@ -327,7 +320,7 @@ def to_mapping(problem: Problem, schedule: Schedule, mapper: str) -> Mapping:
                 kind="resident",
             )
         )
-    dram = sum(m.extra["dram_read_bytes"] + m.extra["dram_write_bytes"] for m in ops.values())
+    dram = sum(m.payload.dram_read_bytes + m.payload.dram_write_bytes for m in ops.values())
     compulsory = compulsory_bytes(graph, target.word_bytes)
     solver = {
         "objective": problem.model.objective,
