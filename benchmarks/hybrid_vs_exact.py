@@ -43,7 +43,7 @@ from dse.explore import explore  # noqa: E402
 from dse.pareto import Normalisation, hypervolume, objective_matrix  # noqa: E402
 from dse.session import build_evaluator  # noqa: E402
 from dse.spec import Spec, load_spec, parse_spec  # noqa: E402
-from surrogates.hybrid import wrap_evaluator  # noqa: E402
+from surrogates.explorer.hybrid import wrap_evaluator  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MATCH_TOLERANCE = 0.005

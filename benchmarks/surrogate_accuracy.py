@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 from dse.spec import load_spec  # noqa: E402
 from surrogates.dataset import build_dataset, workloads_from_args  # noqa: E402
 from surrogates.evaluate import accuracy, baseline_accuracy, design_accuracy, format_table  # noqa: E402
-from surrogates.model import SurrogateModel  # noqa: E402
+from surrogates.systolic.model import SurrogateModel  # noqa: E402
 from surrogates.train import heldout_split  # noqa: E402
 
 WORKLOADS = [
@@ -70,7 +70,7 @@ def wa_hls4ml(args: argparse.Namespace) -> None:
     if not WA_CSV.is_file():
         print(f"\nwa-hls4ml: {WA_CSV} not found; skipped")
         return
-    from surrogates.ingest import FPGA_TARGETS, read_wa_hls4ml, train_measured
+    from surrogates.truth.wa_hls4ml import FPGA_TARGETS, read_wa_hls4ml, train_measured
 
     frame = read_wa_hls4ml(WA_CSV)
     result = train_measured(frame, "gb")

@@ -2,7 +2,7 @@
 
 The space of ``designs/scalesim_truth.yaml`` (USER mode: per-operand DRAM bandwidth, SRAMs in whole kB,
 arrays 32..128 a side) is sampled ``-n`` times per workload; every MAC-array layer of every design is run
-by SCALE-Sim (``dse surrogate dataset --truth scalesim``'s path: ``surrogates.scalesim_truth``, pooled,
+by SCALE-Sim (``dse surrogate dataset --truth scalesim``'s path: ``surrogates.truth.scalesim``, pooled,
 de-duplicated, cached per layer on disk, so a re-run simulates nothing). The surrogate is trained on the
 other workloads and tested on the held-out one (ResNet-18 at 32 x 32 and 64 x 64 pixels by default).
 
@@ -11,7 +11,7 @@ over their array layers exceeds ``--max-cycles`` are left out, and counted (the 
 a small filter SRAM re-reading through USER mode's prefetch window, model 1e7-5e8 cycles: hours of SCALE-Sim
 each). And ResNet-50 and VGG are not in the default training set: one VGG 4096 x 4096 FC layer ran over 20
 minutes on a 32 x 32 array, and ResNet-50's designs are mostly over the bound. Prints the closed-form
-baseline alone (the USER-mode fold walk, ``surrogates.user_mode_baseline``) against SCALE-Sim, the op- and
+baseline alone (the USER-mode fold walk, ``surrogates.systolic.user_mode_closed_form``) against SCALE-Sim, the op- and
 design-level models, and the SCALE-Sim cost.
 
 Target: held-out latency R^2 >= 0.98 and MAPE <= 5 %.
@@ -33,9 +33,9 @@ sys.path.insert(0, str(ROOT))
 from dse.spec import load_spec  # noqa: E402
 from surrogates.dataset import build_dataset, workloads_from_args  # noqa: E402
 from surrogates.evaluate import baseline_accuracy, design_accuracy, format_table  # noqa: E402
-from surrogates.model import SurrogateModel  # noqa: E402
-from surrogates.scalesim_truth import ScaleSimTruth, default_cache_dir  # noqa: E402
+from surrogates.systolic.model import SurrogateModel  # noqa: E402
 from surrogates.train import heldout_split  # noqa: E402
+from surrogates.truth.scalesim import ScaleSimTruth, default_cache_dir  # noqa: E402
 
 TRAINING = ["small_cnn", "jet_mlp", "mobilenet_v1:resolution=64"]
 

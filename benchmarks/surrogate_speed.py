@@ -22,9 +22,9 @@ sys.path.insert(0, str(ROOT))
 from dse.evaluate import PointEvaluator  # noqa: E402
 from dse.spec import load_spec  # noqa: E402
 from dse.zoo import build  # noqa: E402
-from surrogates import features as feat  # noqa: E402
 from surrogates.dataset import build_dataset, stratified_points, workloads_from_args  # noqa: E402
-from surrogates.model import SurrogateModel  # noqa: E402
+from surrogates.systolic import features as feat  # noqa: E402
+from surrogates.systolic.model import SurrogateModel  # noqa: E402
 
 
 def rate(model: SurrogateModel, graph, points, fixed, ops, repeats: int = 3) -> float:

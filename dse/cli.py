@@ -30,7 +30,7 @@ from dse.spec import load_spec
 from hwmodels.base import METRICS
 from mappers.base import MappingError
 from surrogates import cli as surrogate_cli
-from surrogates.hybrid import wrap_evaluator
+from surrogates.explorer.hybrid import wrap_evaluator
 from templates.base import TemplateError
 
 # Modules that add their own sub-commands: each has ``register(subparsers)`` which adds a parser

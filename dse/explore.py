@@ -62,7 +62,7 @@ def explore(
     """Run the spec's search to its budget in ``out_dir`` (resuming whatever the store there holds).
 
     ``evaluator`` is a plain ``point -> Metrics`` callable, or an ``Evaluation`` that brings explorer
-    hooks with it (``surrogates.hybrid.wrap_evaluator`` makes the one a spec's ``evaluator:`` names).
+    hooks with it (``surrogates.explorer.hybrid.wrap_evaluator`` makes the one a spec's ``evaluator:`` names).
     """
     start = time.perf_counter()
     evaluation = evaluator if isinstance(evaluator, Evaluation) else Evaluation(evaluator)

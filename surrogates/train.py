@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dse.errors import UserError
-from surrogates.contract_model import fit_surrogate
+from surrogates.contract.model import fit_surrogate
 from surrogates.evaluate import baseline_accuracy, design_accuracy
 
 

@@ -13,10 +13,8 @@ from dse.session import build_evaluator
 from dse.spec import parse_spec
 from hwmodels.base import Metrics
 from surrogates.dataset import WorkloadSpec
-from surrogates.hybrid import wrap_evaluator
-from surrogates.layer_dataset import build_layer_dataset
-from surrogates.op_contract import DESIGN_METRICS, LayerSurrogate
-from surrogates.screening_basis import (
+from surrogates.explorer.hybrid import wrap_evaluator
+from surrogates.explorer.screening_basis import (
     closed_row,
     dominated_by,
     fit_layer_screen,
@@ -25,6 +23,8 @@ from surrogates.screening_basis import (
     screening_forest,
     screens_by_layer,
 )
+from surrogates.layer.dataset import build_layer_dataset
+from surrogates.layer.model import DESIGN_METRICS, LayerSurrogate
 
 
 def test_dominated_by_is_strict_dominance_by_some_front_row():

@@ -14,7 +14,7 @@ from dse.spec import load_spec
 from dse.workload import load_workload
 from hwmodels.systolic.compute import ConvGeometry, LoweredGemm
 from surrogates.dataset import build_dataset, workloads_from_args
-from surrogates.scalesim_truth import LayerCache, ScaleSimTruth, SimJob, scalesim_config, scalesim_layer
+from surrogates.truth.scalesim import LayerCache, ScaleSimTruth, SimJob, scalesim_config, scalesim_layer
 from templates.systolic import SystolicTemplate
 
 ROOT = Path(__file__).resolve().parents[1]

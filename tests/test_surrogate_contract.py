@@ -1,4 +1,4 @@
-"""The feature contract (surrogates.contract) and its design-level surrogate, for every template."""
+"""The feature contract (surrogates.contract.features) and its design-level surrogate, for every template."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dse.zoo import build
 from mappers.multicore.cpsat import seed_schedule
 from mappers.multicore.problem import build_problem
 from mappers.multicore.schedule import core_loads
-from surrogates.contract import (
+from surrogates.contract.features import (
     BASELINE_MAPPERS,
     ClosedForm,
     contract_features,
@@ -25,7 +25,7 @@ from surrogates.contract import (
     param_feature_names,
     supported_templates,
 )
-from surrogates.contract_model import (
+from surrogates.contract.model import (
     ContractSurrogate,
     correction_helps,
     fit_surrogate,
@@ -34,10 +34,10 @@ from surrogates.contract_model import (
 )
 from surrogates.dataset import WorkloadSpec, build_dataset, feature_set, stratified_points
 from surrogates.evaluate import baseline_accuracy, design_accuracy
-from surrogates.hybrid import wrap_evaluator
-from surrogates.layer_dataset import build_layer_dataset
+from surrogates.explorer.hybrid import wrap_evaluator
+from surrogates.layer.dataset import build_layer_dataset
+from surrogates.layer.model import LayerSurrogate, feature_names, is_layer, layer_baseline
 from surrogates.multicore_baseline import balanced_schedule
-from surrogates.op_contract import LayerSurrogate, feature_names, is_layer, layer_baseline
 
 POINTS = {
     "systolic": [{"rows": 16, "cols": 32}, {"rows": 32, "cols": 8, "dataflow": "os"}],

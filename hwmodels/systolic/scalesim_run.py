@@ -2,7 +2,7 @@
 
 The one driver of the real simulator: the validation tests and benchmarks (through
 ``tests/scalesim_runner.py``) and ``dse surrogate dataset --truth scalesim``
-(``surrogates.scalesim_truth``) all run the peer this way. SCALE-Sim is driven through its
+(``surrogates.truth.scalesim``) all run the peer this way. SCALE-Sim is driven through its
 Python API in a temporary directory; it needs a ``[layout]`` section and a layout file even when no
 custom layout is used, and in USER mode it reads the ifmap/filter DRAM bandwidth from the layout
 section's ``*SRAMBankBandwidth`` (the ofmap one from ``Bandwidth``), so both are set to ``user_bw``.

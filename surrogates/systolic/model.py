@@ -2,7 +2,7 @@
 
 Per-op models generalise across networks (an op is an op, whatever network it sits in); a design's
 latency and energy are the sums over its ops, its power is energy / latency. Targets are logs of
-ratios to the closed-form baselines of ``surrogates.features`` so one model spans decades and learns
+ratios to the closed-form baselines of ``surrogates.systolic.features`` so one model spans decades and learns
 only what the closed forms miss.
 
 A saved model carries its feature schema, the library versions it was trained with and the
@@ -22,7 +22,7 @@ import pandas as pd
 
 import dse
 from dse.errors import UserError
-from surrogates import features as feat
+from surrogates.systolic import features as feat
 
 MODEL_KINDS = ("gb", "rf")
 LEVELS = ("op", "design")

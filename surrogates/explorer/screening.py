@@ -1,7 +1,7 @@
 """``evaluator: hybrid``: screen the space with a tree ensemble, evaluate exactly only what may lie on the front.
 
 It evaluates an initial sample exactly (half on the closed form's own front for contract templates --
-``surrogates.contract.BASELINE_MAPPERS`` ranks like the expensive mapper -- half at random), fits an
+``surrogates.contract.features.BASELINE_MAPPERS`` ranks like the expensive mapper -- half at random), fits an
 ensemble of extremely randomised trees on those designs (per op for the systolic fold model, per design
 on the feature contract otherwise), predicts every candidate with every tree, and evaluates exactly the
 candidates whose *optimistic* prediction (mean - kappa * spread across trees, in log space) is feasible
@@ -32,13 +32,10 @@ from dse.explore import Display, Sweep
 from dse.search import Observation
 from dse.store import FlatMetricsEvaluator, PointRecord
 from hwmodels.base import Metrics
-from surrogates import features as feat
-from surrogates.contract import CONTRACT_METRICS, ClosedForm, ContractRows
-from surrogates.contract_model import ContractSurrogate, contract_frame, load_surrogate
+from surrogates.contract.features import CONTRACT_METRICS, ClosedForm, ContractRows
+from surrogates.contract.model import ContractSurrogate, contract_frame, load_surrogate
 from surrogates.dataset import WorkloadSpec, design_rows, feature_set
-from surrogates.model import SurrogateModel, metrics_from_totals
-from surrogates.op_contract import DESIGN_METRICS, baseline_evaluator
-from surrogates.screening_basis import (
+from surrogates.explorer.screening_basis import (
     ClosedRow,
     LayerRows,
     closed_row,
@@ -50,6 +47,9 @@ from surrogates.screening_basis import (
     screening_forest,
     screens_by_layer,
 )
+from surrogates.layer.model import DESIGN_METRICS, baseline_evaluator
+from surrogates.systolic import features as feat
+from surrogates.systolic.model import SurrogateModel, metrics_from_totals
 
 LATENCY_METRICS = ("latency_ms", "latency_cycles")
 PREDICTED_METRICS = ("latency_cycles", "latency_ms", "energy_mj", "area_mm2", "power_w", "edp", "throughput_ips")

@@ -1,7 +1,7 @@
 """Surrogates in the explorer: ``evaluator: surrogate`` (pure prediction) and ``evaluator: hybrid``.
 
 Pure prediction answers every proposed point from a trained model, a whole batch per call, and
-stores it with ``exact = false``. Hybrid (``surrogates.screening``) evaluates exactly only what may
+stores it with ``exact = false``. Hybrid (``surrogates.explorer.screening``) evaluates exactly only what may
 lie on the front. ``wrap_evaluator`` turns a spec's ``evaluator:`` into the explorer's Evaluation.
 """
 
@@ -20,12 +20,12 @@ from dse.graph import Graph
 from dse.spec import Spec
 from dse.store import FlatMetrics
 from hwmodels.base import Metrics
-from surrogates import features as feat
-from surrogates.contract import supported_templates
-from surrogates.contract_model import load_surrogate
+from surrogates.contract.features import supported_templates
+from surrogates.contract.model import load_surrogate
 from surrogates.dataset import feature_set
-from surrogates.model import SurrogateModel
-from surrogates.screening import PREDICTED_METRICS, HybridEvaluator, HybridSweep, check_predictable
+from surrogates.explorer.screening import PREDICTED_METRICS, HybridEvaluator, HybridSweep, check_predictable
+from surrogates.systolic import features as feat
+from surrogates.systolic.model import SurrogateModel
 
 __all__ = ["BatchExecutor", "SurrogateEvaluator", "check_predictable", "wrap_evaluator"]
 

@@ -1,4 +1,4 @@
-"""Design-level surrogates on the feature contract (``surrogates.contract``), for every template.
+"""Design-level surrogates on the feature contract (``surrogates.contract.features``), for every template.
 
 A dataset of the contract has one row per (workload, design): the contract's features, the closed
 form's metrics (``base_<metric>``) and the truth (``design_<metric>``) from the expensive evaluator --
@@ -21,7 +21,7 @@ from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.graph import Graph
 from dse.registry import family
-from surrogates.contract import (
+from surrogates.contract.features import (
     CONTRACT_METRICS,
     GRAPH_FEATURES,
     ClosedForm,
@@ -34,8 +34,8 @@ from surrogates.contract import (
     param_feature_names,
     param_features,
 )
-from surrogates.model import SurrogateModel, make_design_regressor, read_model_file, save_model, versions
-from surrogates.op_contract import LayerSurrogate, is_layer
+from surrogates.layer.model import LayerSurrogate, is_layer
+from surrogates.systolic.model import SurrogateModel, make_design_regressor, read_model_file, save_model, versions
 
 FEATURE_SET = "contract"
 PARAM_PREFIX = "param_"
@@ -251,7 +251,7 @@ def is_contract(data: pd.DataFrame) -> bool:
 
 def fit_surrogate(data: pd.DataFrame, kind: str, seed: int = 0, level: str = "op") -> Any:
     """The surrogate a dataset calls for: the contract model for contract rows, the layer model for layer
-    rows (``surrogates.op_contract``), else the systolic one."""
+    rows (``surrogates.layer.model``), else the systolic one."""
     if is_layer(data):
         return LayerSurrogate.fit(data, kind, seed)
     if is_contract(data):

@@ -29,8 +29,8 @@ from dse.graph import Graph, OpKind
 from dse.registry import family, mapper_option_names
 from hwmodels.base import Metrics
 from mappers.systolic.fold import ARRAY_KINDS, lower_op
-from surrogates.contract import param_feature_names, param_features
-from surrogates.model import make_regressor, save_model, versions
+from surrogates.contract.features import param_feature_names, param_features
+from surrogates.systolic.model import make_regressor, save_model, versions
 
 LAYER_SET = "layer"
 LAYER_VERSION = 1

@@ -18,8 +18,8 @@ import numpy as np
 
 from hwmodels.systolic.batch import gemm_cost_arrays
 from hwmodels.systolic.cost import vector_busy_cycles
-from surrogates.tables import ARCH_FEATURES, DATAFLOWS, ArchTable, OpTable
-from surrogates.user_mode_baseline import USER_MODE_DATAFLOWS, user_mode_pair_costs
+from surrogates.systolic.tables import ARCH_FEATURES, DATAFLOWS, ArchTable, OpTable
+from surrogates.systolic.user_mode_closed_form import USER_MODE_DATAFLOWS, user_mode_pair_costs
 from templates.systolic import DRAM_MODES
 
 # raw per-pair figures of the closed-form baseline (``pair_costs``): stored in datasets next to the
@@ -86,7 +86,7 @@ def pair_costs(ops: OpTable, archs: ArchTable, totals: bool = False) -> dict[str
                 a["_ofmap_words"][rows, None],
                 a["_words_per_cycle"][rows, None],
             )
-            if mode == "per_operand" and df in USER_MODE_DATAFLOWS:  # SCALE-Sim USER's walk (user_mode_baseline)
+            if mode == "per_operand" and df in USER_MODE_DATAFLOWS:  # SCALE-Sim USER's walk (user_mode_closed_form)
                 user = ("_rows", "_cols", "_ifmap_words", "_filter_words", "_words_per_cycle")
                 c = user_mode_pair_costs(c, ops.gemms, df, *(a[name][rows] for name in user))
             emit(
