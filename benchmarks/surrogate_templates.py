@@ -28,10 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dse.spec import load_spec  # noqa: E402
-from surrogates.contract.model import fit_surrogate  # noqa: E402
 from surrogates.dataset import build_dataset, workloads_from_args  # noqa: E402
 from surrogates.evaluate import baseline_accuracy, design_accuracy, format_table  # noqa: E402
 from surrogates.layer.dataset import build_layer_dataset  # noqa: E402
+from surrogates.protocol import fit_surrogate  # noqa: E402
 from surrogates.train import heldout_split  # noqa: E402
 
 ZOO_MIX = [

@@ -9,10 +9,10 @@ from pathlib import Path
 from dse.errors import UserError
 from dse.spec import load_spec
 from surrogates.contract.features import supported_templates
-from surrogates.contract.model import load_surrogate
 from surrogates.dataset import build_dataset, check_dataset, design_frame, workloads_from_args
 from surrogates.evaluate import REPORTED_TARGETS, design_accuracy, format_table, scatter_html
-from surrogates.systolic.model import MODEL_KINDS
+from surrogates.learning import MODEL_KINDS
+from surrogates.protocol import load_surrogate
 from surrogates.train import train
 from surrogates.truth.measured import register as register_measured
 from surrogates.truth.scalesim import ScaleSimTruth, default_cache_dir

@@ -29,12 +29,11 @@ from dse.workload import load_workload
 from surrogates.contract.features import ClosedForm
 from surrogates.contract.model import FEATURE_SET, ContractTask, contract_frame, is_contract
 from surrogates.layer.model import is_layer
+from surrogates.learning import DESIGN_TARGETS, PARAM_PREFIX
 from surrogates.systolic import features as feat
 from surrogates.truth.scalesim import ScaleSimTruth
 
 OP_TARGETS = ("cycles", "energy_pj")
-DESIGN_TARGETS = ("latency_cycles", "latency_ms", "energy_mj", "area_mm2", "power_w")
-PARAM_PREFIX = "param_"
 
 
 @dataclass(frozen=True)

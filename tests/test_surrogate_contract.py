@@ -25,19 +25,14 @@ from surrogates.contract.features import (
     param_feature_names,
     supported_templates,
 )
-from surrogates.contract.model import (
-    ContractSurrogate,
-    correction_helps,
-    fit_surrogate,
-    is_contract,
-    load_surrogate,
-)
+from surrogates.contract.model import ContractSurrogate, correction_helps, is_contract
 from surrogates.dataset import WorkloadSpec, build_dataset, feature_set, stratified_points
 from surrogates.evaluate import baseline_accuracy, design_accuracy
 from surrogates.explorer.hybrid import wrap_evaluator
 from surrogates.layer.dataset import build_layer_dataset
 from surrogates.layer.model import LayerSurrogate, feature_names, is_layer, layer_baseline
 from surrogates.multicore_baseline import balanced_schedule
+from surrogates.protocol import fit_surrogate, load_surrogate
 
 POINTS = {
     "systolic": [{"rows": 16, "cols": 32}, {"rows": 32, "cols": 8, "dataflow": "os"}],

@@ -21,9 +21,9 @@ from dse.spec import Spec
 from dse.store import FlatMetrics
 from hwmodels.base import Metrics
 from surrogates.contract.features import supported_templates
-from surrogates.contract.model import load_surrogate
 from surrogates.dataset import feature_set
 from surrogates.explorer.screening import PREDICTED_METRICS, HybridEvaluator, HybridSweep, check_predictable
+from surrogates.protocol import load_surrogate
 from surrogates.systolic import features as feat
 from surrogates.systolic.model import SurrogateModel
 

@@ -33,7 +33,7 @@ from dse.search import Observation
 from dse.store import FlatMetricsEvaluator, PointRecord
 from hwmodels.base import Metrics
 from surrogates.contract.features import CONTRACT_METRICS, ClosedForm, ContractRows
-from surrogates.contract.model import ContractSurrogate, contract_frame, load_surrogate
+from surrogates.contract.model import ContractSurrogate, contract_frame
 from surrogates.dataset import WorkloadSpec, design_rows, feature_set
 from surrogates.explorer.screening_basis import (
     ClosedRow,
@@ -47,7 +47,9 @@ from surrogates.explorer.screening_basis import (
     screening_forest,
     screens_by_layer,
 )
-from surrogates.layer.model import DESIGN_METRICS, baseline_evaluator
+from surrogates.layer.model import baseline_evaluator
+from surrogates.learning import DESIGN_TARGETS
+from surrogates.protocol import load_surrogate
 from surrogates.systolic import features as feat
 from surrogates.systolic.model import SurrogateModel, metrics_from_totals
 
@@ -324,10 +326,7 @@ class HybridSweep(Sweep):
         results = [
             (
                 c.per_op,
-                {
-                    k: float(c.metrics.get(k, np.nan))
-                    for k in ("latency_cycles", "latency_ms", "energy_mj", "area_mm2", "power_w")
-                },
+                {k: float(c.metrics.get(k, np.nan)) for k in DESIGN_TARGETS},
             )
             for c in known
         ]
@@ -347,12 +346,12 @@ class HybridSweep(Sweep):
 
     def _fit_layers(self, known: list[Candidate]) -> Any:
         """The layer surrogate of the exact candidates (each layer's truth over the cheap mapper's)."""
-        missing = [o.metric for o in self.objectives if o.metric not in DESIGN_METRICS]
-        missing += [c.metric for c in self.constraints if c.metric not in DESIGN_METRICS]
+        missing = [o.metric for o in self.objectives if o.metric not in DESIGN_TARGETS]
+        missing += [c.metric for c in self.constraints if c.metric not in DESIGN_TARGETS]
         if missing:
             raise UserError(
                 f"evaluator hybrid: the layer-level surrogate of mapper {self._hybrid.exact.mapper_name} does not "
-                f"give {', '.join(missing)}; it gives {', '.join(DESIGN_METRICS)}",
+                f"give {', '.join(missing)}; it gives {', '.join(DESIGN_TARGETS)}",
                 where="evaluator",
             )
         data = self._layer_rows.training_frame(

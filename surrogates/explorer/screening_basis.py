@@ -23,7 +23,8 @@ from dse.pareto import pareto_mask
 from hwmodels.base import Metrics
 from surrogates.contract.features import baseline_row
 from surrogates.dataset import feature_set
-from surrogates.layer.model import DESIGN_METRICS, LayerSurrogate, baseline_result, layer_baseline, layer_frame
+from surrogates.layer.model import LayerSurrogate, baseline_result, layer_baseline, layer_frame
+from surrogates.learning import DESIGN_TARGETS
 
 
 @dataclass
@@ -80,7 +81,7 @@ class LayerRows:
     ) -> pd.DataFrame:
         """The exact candidates' layer rows with their truth: per-layer (cycles, energy_pj), design metrics."""
         results = [
-            {**row.layers, "truth_layer": layers, "design": {m: float(t.get(m, np.nan)) for m in DESIGN_METRICS}}
+            {**row.layers, "truth_layer": layers, "design": {m: float(t.get(m, np.nan)) for m in DESIGN_TARGETS}}
             for row, layers, t in zip(rows, per_layer, truths)
         ]
         return layer_frame(self.template_kind, self.graph, "_", points, self.fixed, results)

@@ -34,9 +34,7 @@ from surrogates.systolic.closed_form import (
     batch_design_features,
     design_features,
     design_totals,
-    from_log_ratio,
     pair_costs,
-    to_log_ratio,
 )
 from surrogates.systolic.tables import (
     ARCH_FEATURES,
@@ -77,12 +75,10 @@ __all__ = [
     "cross_features",
     "design_features",
     "design_totals",
-    "from_log_ratio",
     "label_codes",
     "op_table",
     "pair_costs",
     "schema",
-    "to_log_ratio",
 ]
 
 SCHEMA_VERSION = 4  # 4: the roofline cross features (a cruder traffic model than the closed form) dropped
