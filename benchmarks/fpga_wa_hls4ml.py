@@ -3,9 +3,9 @@
 Every row is a 2-layer dense network (d_in -> hidden -> d_out, QKeras weights quantized_bits(prec, 0) i.e.
 ap_fixed<prec,1>, data at hls4ml's default ap_fixed<16,6>, Resource strategy, io_parallel, 5 ns, xcu250) with
 its synthesized latency, interval, DSP, LUT, FF and BRAM. Rows are split by network into a calibration half and
-a test half with a stable hash (``surrogates.ingest.network_split``); the model's fitted constants come from the
-calibration half (``--fit`` refits and prints them) and the figures that count are the test half's. Rows are
-read by ``surrogates.ingest.read_wa_hls4ml`` and evaluated through the evaluator (``dse.peers``).
+a test half with a stable hash (``surrogates.truth.wa_hls4ml.network_split``); the model's fitted constants come
+from the calibration half (``--fit`` refits and prints them) and the figures that count are the test half's. Rows are
+read by ``surrogates.truth.wa_hls4ml.read_wa_hls4ml`` and evaluated through the evaluator (``dse.peers``).
 
     .venv/bin/python benchmarks/fpga_wa_hls4ml.py [--fit] [--data PATH]
 """
@@ -22,7 +22,7 @@ from scipy.optimize import nnls
 from dse.peers import wa_hls4ml_errors, wa_hls4ml_predict, wa_hls4ml_traces
 from hwmodels.catalogs.fpga import get_part
 from hwmodels.fpga import cost as fpga_model
-from surrogates.ingest import network_split, read_wa_hls4ml
+from surrogates.truth.wa_hls4ml import network_split, read_wa_hls4ml
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "wa-hls4ml" / "wa_2layer_subset.csv"

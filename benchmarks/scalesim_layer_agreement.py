@@ -1,6 +1,6 @@
 """Per-layer agreement of our systolic model with cached SCALE-Sim 3.0.0 runs, per dataflow and component.
 
-Reads a ``--truth scalesim`` layer cache (one JSON per (layer, array config): ``surrogates.scalesim_truth``)
+Reads a ``--truth scalesim`` layer cache (one JSON per (layer, array config): ``surrogates.truth.scalesim``)
 and prices every cached layer as SCALE-Sim ran it (one copy, its ofmap written to DRAM) with
 ``gemm_cost``. Prints per dataflow the total-cycle error and, per component, the share of layers where
 the model equals SCALE-Sim exactly: stall-free compute, stalls, the prefetch before cycle 0, the ofmap

@@ -16,9 +16,9 @@ from dse.peers import wa_hls4ml_predict
 from dse.spec import load_spec
 from surrogates.dataset import build_dataset, workloads_from_args
 from surrogates.evaluate import accuracy, baseline_accuracy, design_accuracy, format_table
-from surrogates.ingest import FPGA_TARGETS, read_wa_hls4ml, train_measured
-from surrogates.model import SurrogateModel
+from surrogates.systolic.model import SurrogateModel
 from surrogates.train import heldout_split
+from surrogates.truth.wa_hls4ml import FPGA_TARGETS, read_wa_hls4ml, train_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -4,7 +4,7 @@ FPGA: the wa-hls4ml Vivado HLS rows as a contract dataset (``dse surrogate measu
 network with the stable hash halves of ``benchmarks/fpga_wa_hls4ml.py`` (whose calibration half fitted the FPGA
 model's LUT/FF constants, so the test half is unseen by both). Per target: the surrogate (learns
 log(measured / model)), the analytical FPGA model alone, and a direct regressor on the raw network sizes
-(``surrogates.ingest.train_measured``, no model).
+(``surrogates.truth.wa_hls4ml.train_measured``, no model).
 
 GPU: LLMCompass's measured A100 kernels (``llmcompass:DIR``; or ``--gpu-csv`` from benchmarks/gpu_measure.py),
 leave one shape family (one sweep) out. Per family: the surrogate, the GPU model as shipped (its constants were
@@ -24,14 +24,14 @@ import numpy as np
 
 from hwmodels.gpu.calibrate import OP_KINDS, fit, predict_seconds, read_llmcompass, with_tuning
 from surrogates.evaluate import accuracy
-from surrogates.ingest import FPGA_TARGETS, read_wa_hls4ml, train_measured
-from surrogates.measured import measured_dataset, read_gpu_csv, sweep_families
-from surrogates.measured_eval import (
+from surrogates.truth.measured import measured_dataset, read_gpu_csv, sweep_families
+from surrogates.truth.measured_eval import (
     FPGA_REPORTED,
     format_comparison,
     group_out_comparison,
     heldout_comparison,
 )
+from surrogates.truth.wa_hls4ml import FPGA_TARGETS, read_wa_hls4ml, train_measured
 from templates.gpu import GpuTemplate
 
 ROOT = Path(__file__).resolve().parents[1]

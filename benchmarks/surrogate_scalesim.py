@@ -2,7 +2,7 @@
 
 The space of ``designs/scalesim_truth.yaml`` (USER mode: per-operand DRAM bandwidth, SRAMs in whole kB,
 arrays 32..128 a side) is sampled ``-n`` times per workload; every MAC-array layer of every design is run
-by SCALE-Sim (``dse surrogate dataset --truth scalesim``'s path: ``surrogates.scalesim_truth``, pooled,
+by SCALE-Sim (``dse surrogate dataset --truth scalesim``'s path: ``surrogates.truth.scalesim``, pooled,
 de-duplicated, cached per layer on disk, so a re-run simulates nothing). The surrogate is trained on the
 other workloads and tested on the held-out one (ResNet-18 at 32 x 32 and 64 x 64 pixels by default).
 
@@ -11,7 +11,7 @@ over their array layers exceeds ``--max-cycles`` are left out, and counted (the 
 a small filter SRAM re-reading through USER mode's prefetch window, model 1e7-5e8 cycles: hours of SCALE-Sim
 each). And ResNet-50 and VGG are not in the default training set: one VGG 4096 x 4096 FC layer ran over 20
 minutes on a 32 x 32 array, and ResNet-50's designs are mostly over the bound. Prints the closed-form
-baseline alone (the USER-mode fold walk, ``surrogates.user_mode_baseline``) against SCALE-Sim, the op- and
+baseline alone (the USER-mode fold walk, ``surrogates.systolic.user_mode_closed_form``) against SCALE-Sim, the op- and
 design-level models, and the SCALE-Sim cost.
 
 Target: held-out latency R^2 >= 0.98 and MAPE <= 5 %.
@@ -30,9 +30,9 @@ from dse.choices import scalesim_cache_dir
 from dse.spec import load_spec
 from surrogates.dataset import build_dataset, workloads_from_args
 from surrogates.evaluate import baseline_accuracy, design_accuracy, format_table
-from surrogates.model import SurrogateModel
-from surrogates.scalesim_truth import ScaleSimTruth
+from surrogates.systolic.model import SurrogateModel
 from surrogates.train import heldout_split
+from surrogates.truth.scalesim import ScaleSimTruth
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from dse.evaluate import PointEvaluator
 from dse.spec import load_spec
 from dse.zoo import build
-from surrogates import features as feat
 from surrogates.dataset import build_dataset, stratified_points, workloads_from_args
-from surrogates.model import SurrogateModel
+from surrogates.systolic import features as feat
+from surrogates.systolic.model import SurrogateModel
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -4,11 +4,11 @@ For each template a spec's space is sampled on several workloads; the truth is t
 (systolic CP-SAT, the RDU section solver, the multicore CP-SAT scheduler; the GPU and FPGA models have
 one mapper, so there the truth is the analytical model itself and only the plumbing is measured). The
 surrogate is trained without the held-out network and tested on it, next to the closed form alone.
-For the systolic CP-SAT truth the layer-level contract (``surrogates.op_contract``: per layer, the greedy
+For the systolic CP-SAT truth the layer-level contract (``surrogates.layer.model``: per layer, the greedy
 schedule the solver starts from as the baseline, the learned per-layer correction summed per design) is
 measured next to the design-level contract. The multicore closed form is the scheduler's own seed schedule,
 load-balanced (``surrogates.multicore_baseline``); a design-level correction is kept per metric only where it
-beats the closed form on training workloads it did not see (``contract_model.correction_helps``). Networks
+beats the closed form on training workloads it did not see (``contract.model.correction_helps``). Networks
 of the held-out one's family (``exclude``) are left out of training too, so the held-out network is absent
 from training in every form.
 
@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 
 from dse.spec import load_spec
-from surrogates.contract_model import fit_surrogate
+from surrogates.contract.model import fit_surrogate
 from surrogates.dataset import build_dataset, workloads_from_args
 from surrogates.evaluate import baseline_accuracy, design_accuracy, format_table
-from surrogates.layer_dataset import build_layer_dataset
+from surrogates.layer.dataset import build_layer_dataset
 from surrogates.train import heldout_split
 
 ROOT = Path(__file__).resolve().parents[1]

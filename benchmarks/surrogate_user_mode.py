@@ -2,7 +2,7 @@
 
 The systolic space of ``designs/mobilenet_nsga2.yaml`` (array, three SRAMs, bandwidth, dataflow) with
 ``dram_mode`` fixed to ``per_operand``; trained on the other workloads, tested on held-out ResNet-18.
-Prints the baseline alone (no learning; since ``surrogates.user_mode_baseline`` it includes the fold-level
+Prints the baseline alone (no learning; since ``surrogates.systolic.user_mode_closed_form`` it includes the fold-level
 USER window walk's re-reads and stalls) and the op- and design-level models: R^2, MAPE, p95; then the
 cost of the baseline per held-out design (cold: no memoised walk) next to the exact model's, and the
 fold-level walk's latency error against the model's own walk on those designs.
@@ -20,16 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
-import surrogates.baseline
+import surrogates.systolic.closed_form
 from dse.evaluate import PointEvaluator
 from dse.spec import load_spec
 from dse.workload import load_workload
 from hwmodels.systolic.user_mode import clear_user_mode_cache
 from hwmodels.systolic.user_mode_batch import clear_batch_cache
-from surrogates import features as feat
 from surrogates.dataset import build_dataset, workloads_from_args
 from surrogates.evaluate import baseline_accuracy, design_accuracy, format_table
-from surrogates.model import SurrogateModel
+from surrogates.systolic import features as feat
+from surrogates.systolic.model import SurrogateModel
 from surrogates.train import heldout_split
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +52,7 @@ def main() -> None:
     ap.add_argument("--timing-designs", type=int, default=12, help="os/ws designs timed cold, baseline vs exact")
     args = ap.parse_args()
     if args.without_walk:
-        surrogates.baseline.user_mode_pair_costs = lambda costs, *_: costs
+        surrogates.systolic.closed_form.user_mode_pair_costs = lambda costs, *_: costs
     spec = load_spec(ROOT / "designs" / "mobilenet_nsga2.yaml")
     fixed = {**spec.fixed_params(), "dram_mode": "per_operand"}
     start = time.perf_counter()

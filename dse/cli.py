@@ -128,7 +128,7 @@ def add_output_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def add_surrogate_commands(sub: argparse._SubParsersAction) -> None:
-    """surrogate dataset | train | eval (surrogates/cli.py) and measured (surrogates/measured.py)."""
+    """surrogate dataset | train | eval (surrogates/cli.py) and measured (surrogates/truth/measured.py)."""
     s = sub.add_parser("surrogate", help="learned surrogate models: build data, train, evaluate")
     ss = s.add_subparsers(dest="surrogate_command", required=True)
 
@@ -197,7 +197,7 @@ def add_surrogate_commands(sub: argparse._SubParsersAction) -> None:
     )
     m.add_argument("sources", nargs="+", metavar="KIND:PATH", help=f"KIND one of {', '.join(MEASURED_SOURCE_KINDS)}")
     m.add_argument("-o", "--output", required=True, help="DATA.parquet")
-    m.set_defaults(run="surrogates.measured:cmd_measured")
+    m.set_defaults(run="surrogates.truth.measured:cmd_measured")
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -28,7 +28,7 @@ class SurrogateOptions:
 
 @dataclass(frozen=True)
 class HybridOptions:
-    """``evaluator: hybrid``: the knobs of its screening loop (``surrogates.screening.HybridSweep``).
+    """``evaluator: hybrid``: the knobs of its screening loop (``surrogates.explorer.screening.HybridSweep``).
 
     ``initial_fraction`` of the candidates (at least ``initial_min``) is evaluated exactly first; each
     round evaluates up to ``batch_fraction`` more; exact evaluations stop at ``max_exact_fraction``.

@@ -28,7 +28,7 @@ from dse.graph import Graph
 from dse.session import build_evaluator
 from dse.space import DesignSpace
 from dse.spec import Spec
-from surrogates.hybrid import hybrid_evaluation, surrogate_evaluation
+from surrogates.explorer.hybrid import hybrid_evaluation, surrogate_evaluation
 
 EvaluationFactory = Callable[[Spec, Graph, PointEvaluator, Any], Evaluation]
 

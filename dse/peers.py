@@ -2,7 +2,7 @@
 
 Two peers: SCALE-Sim 3.0.0 (the adapter -- configs, topologies, runs, reports, config <-> point -- is
 ``hwmodels.systolic.scalesim_run``) and the wa-hls4ml Vivado HLS syntheses (read by
-``surrogates.ingest.read_wa_hls4ml``). Each peer's design is turned into a design point and run through
+``surrogates.truth.wa_hls4ml.read_wa_hls4ml``). Each peer's design is turned into a design point and run through
 :class:`~dse.evaluate.PointEvaluator`, as every design of a run is evaluated; the tests, the benchmarks and
 the surrogates' SCALE-Sim truth share these functions instead of wiring template, mapper and model by hand.
 """
@@ -17,8 +17,8 @@ import pandas as pd
 from dse.evaluate import PointEvaluator, Trace
 from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, arch_point, layer_figures, layer_graph
 from mappers.payloads import FoldPlan
-from surrogates.ingest import network_split
-from surrogates.measured import WA_HLS4ML_FIXED, dense_graph
+from surrogates.truth.measured import WA_HLS4ML_FIXED, dense_graph
+from surrogates.truth.wa_hls4ml import network_split
 
 # The fpga_dataflow model's promise on wa-hls4ml networks it was not calibrated on: median absolute
 # percentage error per target at most this (its LUT/FF constants were fitted on the other half).
@@ -88,7 +88,7 @@ def wa_hls4ml_predict(frame: pd.DataFrame) -> pd.DataFrame:
 
 def wa_hls4ml_errors(frame: pd.DataFrame, predicted: pd.DataFrame) -> pd.DataFrame:
     """Median and p90 absolute percentage error per target, on the calibration and the test halves
-    (``surrogates.ingest.network_split``: networks split by a stable hash, never rows)."""
+    (``surrogates.truth.wa_hls4ml.network_split``: networks split by a stable hash, never rows)."""
     test = network_split(frame)
     table = []
     for metric, limit in WA_HLS4ML_ALLOWED_MEDIAN_APE.items():

@@ -12,13 +12,13 @@ from pathlib import Path
 from dse.choices import scalesim_cache_dir
 from dse.errors import UserError
 from dse.spec import load_spec
-from surrogates.contract import supported_templates
-from surrogates.contract_model import load_surrogate
+from surrogates.contract.features import supported_templates
 from surrogates.dataset import build_dataset, check_dataset, design_frame, workloads_from_args
 from surrogates.evaluate import REPORTED_TARGETS, design_accuracy, format_table, scatter_html
-from surrogates.model import MODEL_KINDS
-from surrogates.scalesim_truth import ScaleSimTruth
+from surrogates.learning import MODEL_KINDS
+from surrogates.protocol import load_surrogate
 from surrogates.train import train
+from surrogates.truth.scalesim import ScaleSimTruth
 
 
 def _read_dataset(path: str):

@@ -26,15 +26,14 @@ from dse.evaluate import PointEvaluator
 from dse.executors import make_executor
 from dse.graph import Graph
 from dse.workload import load_workload
-from surrogates import features as feat
-from surrogates.contract import ClosedForm
-from surrogates.contract_model import FEATURE_SET, ContractTask, contract_frame, is_contract
-from surrogates.op_contract import is_layer
-from surrogates.scalesim_truth import ScaleSimTruth
+from surrogates.contract.features import ClosedForm
+from surrogates.contract.model import FEATURE_SET, ContractTask, contract_frame, is_contract
+from surrogates.layer.model import is_layer
+from surrogates.learning import DESIGN_TARGETS, PARAM_PREFIX
+from surrogates.systolic import features as feat
+from surrogates.truth.scalesim import ScaleSimTruth
 
 OP_TARGETS = ("cycles", "energy_pj")
-DESIGN_TARGETS = ("latency_cycles", "latency_ms", "energy_mj", "area_mm2", "power_w")
-PARAM_PREFIX = "param_"
 
 
 @dataclass(frozen=True)
@@ -134,9 +133,10 @@ def build_dataset(
     """Sample ``n`` points per workload and evaluate them; failed points are left out (and counted).
 
     The truth is the spec's mapper through the family's model, or with ``scalesim`` real SCALE-Sim on
-    every MAC-array layer (``surrogates.scalesim_truth``; systolic only). The systolic template with its
-    closed-form fold mapper gets op rows (``surrogates.features``); every other (template, mapper) gets
-    one row per design under the feature contract (``surrogates.contract``), the closed form as the baseline."""
+    every MAC-array layer (``surrogates.truth.scalesim``; systolic only). The systolic template with its
+    closed-form fold mapper gets op rows (``surrogates.systolic.features``); every other (template, mapper)
+    gets one row per design under the feature contract (``surrogates.contract.features``), the closed form as
+    the baseline."""
     frames = []
     contract = (features or feature_set(template_kind, mapper)) == FEATURE_SET
     if scalesim is not None and (template_kind != "systolic" or contract):
@@ -254,7 +254,7 @@ def design_frame(data: pd.DataFrame) -> pd.DataFrame:
 
 def check_dataset(data: pd.DataFrame, path: str) -> None:
     """Refuse a file that is not a dataset of this schema, naming what is missing."""
-    if is_contract(data) or is_layer(data):  # design rows, or layer rows (surrogates.op_contract)
+    if is_contract(data) or is_layer(data):  # design rows, or layer rows (surrogates.layer.model)
         needed = ["workload", "design", "template", *(f"design_{m}" for m in ("latency_ms", "latency_cycles"))]
         missing = [c for c in needed if c not in data.columns]
         if not missing:

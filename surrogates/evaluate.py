@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from surrogates.contract_model import baseline_metric_accuracy, is_contract
+from surrogates.contract.model import baseline_metric_accuracy, is_contract
 from surrogates.dataset import design_frame
-from surrogates.op_contract import baseline_layer_accuracy, is_layer
+from surrogates.layer.model import baseline_layer_accuracy, is_layer
 
 REPORTED_TARGETS = ("latency_ms", "energy_mj", "area_mm2", "power_w")
 CONTRACT_EXTRA = ("throughput_ips", "lut", "ff", "dsp", "bram")
@@ -62,7 +62,7 @@ def design_accuracy(model, data: pd.DataFrame, targets: Sequence[str] | None = N
 
 def baseline_accuracy(data: pd.DataFrame) -> dict[str, dict]:
     """The baselines alone (no learning): design cycles and energy = sums of the per-op closed forms
-    (``surrogates.features.pair_costs``); for a contract dataset, the closed form's metrics."""
+    (``surrogates.systolic.features.pair_costs``); for a contract dataset, the closed form's metrics."""
     if is_layer(data):  # the cheap mapper the layers are corrected from
         return {f"{m} (cheap mapper)": accuracy(*pair) for m, pair in baseline_layer_accuracy(data).items()}
     if is_contract(data):

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from dse.errors import UserError
-from surrogates.contract_model import fit_surrogate
 from surrogates.evaluate import baseline_accuracy, design_accuracy
+from surrogates.protocol import fit_surrogate
 
 
 def design_keys(data: pd.DataFrame) -> pd.Series:

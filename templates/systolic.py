@@ -56,7 +56,7 @@ MIN_SRAM_WORDS = 200  # the double-buffered SRAM model needs at least this many 
 
 
 # The instantiation rules, written once for a point's scalars and for the surrogates' numpy columns of
-# many points (``surrogates.features.arch_table``), so the two cannot drift apart.
+# many points (``surrogates.systolic.features.arch_table``), so the two cannot drift apart.
 def buffer_kib(own_given: Any, own_kib: Any, total_given: Any, sram_kib: Any) -> Any:
     """One SRAM's size in KiB: a third of ``sram_kib`` where that is given, else its own size, else
     ``DEFAULT_SRAM_KIB``. Scalars (a missing size may be None) or numpy columns."""

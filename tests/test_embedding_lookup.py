@@ -19,8 +19,8 @@ from dse.evaluate import PointEvaluator
 from dse.graph import Graph
 from dse.importers import load_onnx
 from mappers.rdu.problem import build_problem
-from surrogates.baseline import pair_costs
-from surrogates.tables import arch_table, op_table
+from surrogates.systolic.closed_form import pair_costs
+from surrogates.systolic.tables import arch_table, op_table
 
 TABLE_ROWS, DIM, IDS = 50_000, 64, 16
 

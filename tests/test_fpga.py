@@ -15,7 +15,7 @@ from hwmodels.catalogs.fpga import UnknownPartError, get_part, part_names
 from hwmodels.fpga.cost import bram18_blocks, dsp_per_mult
 from mappers.base import MappingError
 from mappers.fpga import FpgaDataflowMapper, closest_reuse_factor, valid_reuse_factors
-from surrogates.ingest import network_split, read_wa_hls4ml
+from surrogates.truth.wa_hls4ml import network_split, read_wa_hls4ml
 from templates.base import TemplateError
 from templates.fpga_dataflow import FpgaDataflowTemplate
 

@@ -15,10 +15,8 @@ from dse.session import build_evaluator
 from dse.spec import parse_spec
 from hwmodels.base import Metrics
 from surrogates.dataset import WorkloadSpec
-from surrogates.layer_dataset import build_layer_dataset
-from surrogates.op_contract import DESIGN_METRICS, LayerSurrogate
-from surrogates.screening import HybridSweep
-from surrogates.screening_basis import (
+from surrogates.explorer.screening import HybridSweep
+from surrogates.explorer.screening_basis import (
     closed_row,
     dominated_by,
     fit_layer_screen,
@@ -27,6 +25,9 @@ from surrogates.screening_basis import (
     screening_forest,
     screens_by_layer,
 )
+from surrogates.layer.dataset import build_layer_dataset
+from surrogates.layer.model import LayerSurrogate
+from surrogates.learning import DESIGN_TARGETS
 
 
 def test_dominated_by_is_strict_dominance_by_some_front_row():
@@ -67,7 +68,7 @@ def test_layer_forest_trees_sum_their_own_layers(layer_rows: pd.DataFrame):
     model = LayerSurrogate.fit(layer_rows, "rf", 0, regressor=screening_forest(1, 0))
     per_tree = model.tree_design_metrics(layer_rows)
     frame = model.predict_frame(layer_rows)
-    for metric in DESIGN_METRICS:
+    for metric in DESIGN_TARGETS:
         np.testing.assert_allclose(per_tree[metric][0], frame[metric].to_numpy(float), rtol=1e-9)
     # more trees: one row per tree, every design, and power is each tree's energy over its latency
     per_tree = fit_layer_screen(layer_rows, 6, 0).tree_design_metrics(layer_rows)

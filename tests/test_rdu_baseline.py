@@ -10,7 +10,7 @@ from hwmodels.rdu.model import RduModel
 from mappers.rdu.exact import cover_plan, solve_exact
 from mappers.rdu.heuristics import unfused_plan
 from mappers.rdu.problem import build_problem
-from surrogates.contract import BASELINE_MAPPERS, ClosedForm
+from surrogates.contract.features import BASELINE_MAPPERS, ClosedForm
 from surrogates.rdu_baseline import RduCoverMapper
 from tests.test_rdu_node import rdu
 

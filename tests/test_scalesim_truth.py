@@ -15,7 +15,7 @@ from dse.workload import load_workload
 from hwmodels.systolic.compute import ConvGeometry, LoweredGemm
 from hwmodels.systolic.scalesim_run import scalesim_config, scalesim_layer
 from surrogates.dataset import build_dataset, workloads_from_args
-from surrogates.scalesim_truth import LayerCache, ScaleSimTruth, SimJob
+from surrogates.truth.scalesim import LayerCache, ScaleSimTruth, SimJob
 from templates.systolic import SystolicTemplate
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,10 +18,10 @@ from dse.spec import SpecError, parse_spec
 from dse.zoo import build
 from hwmodels.systolic.pricing import sram_pj_per_byte
 from mappers.systolic.fold import SystolicFoldMapper
-from surrogates import features as feat
 from surrogates.dataset import WorkloadSpec, build_dataset, design_frame, stratified_points
 from surrogates.evaluate import accuracy
-from surrogates.model import SurrogateModel
+from surrogates.systolic import features as feat
+from surrogates.systolic.model import SurrogateModel
 from surrogates.train import heldout_split, random_split, train
 from templates.base import TemplateError
 from templates.systolic import SystolicTemplate
@@ -212,7 +212,7 @@ def test_hybrid_refuses_metrics_it_cannot_predict(tmp_path: Path):
 
 @pytest.mark.skipif(not WA_CSV.is_file(), reason=f"wa-hls4ml subset not found at {WA_CSV} (../shared absent)")
 def test_surrogate_trained_on_real_synthesis_predicts_unseen_networks():
-    from surrogates.ingest import FPGA_TARGETS, read_wa_hls4ml, train_measured
+    from surrogates.truth.wa_hls4ml import FPGA_TARGETS, read_wa_hls4ml, train_measured
 
     frame = read_wa_hls4ml(WA_CSV)
     assert len(frame) > 7000 and frame["network"].nunique() > 300

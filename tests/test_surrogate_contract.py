@@ -1,4 +1,4 @@
-"""The feature contract (surrogates.contract) and its design-level surrogate, for every template."""
+"""The feature contract (surrogates.contract.features) and its design-level surrogate, for every template."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from dse.zoo import build
 from mappers.multicore.cpsat import seed_schedule
 from mappers.multicore.problem import build_problem
 from mappers.multicore.schedule import core_loads
-from surrogates.contract import (
+from surrogates.contract.features import (
     BASELINE_MAPPERS,
     ClosedForm,
     contract_features,
@@ -26,18 +26,13 @@ from surrogates.contract import (
     param_feature_names,
     supported_templates,
 )
-from surrogates.contract_model import (
-    ContractSurrogate,
-    correction_helps,
-    fit_surrogate,
-    is_contract,
-    load_surrogate,
-)
+from surrogates.contract.model import ContractSurrogate, correction_helps, is_contract
 from surrogates.dataset import WorkloadSpec, build_dataset, feature_set, stratified_points
 from surrogates.evaluate import baseline_accuracy, design_accuracy
-from surrogates.layer_dataset import build_layer_dataset
+from surrogates.layer.dataset import build_layer_dataset
+from surrogates.layer.model import LayerSurrogate, feature_names, is_layer, layer_baseline
 from surrogates.multicore_baseline import balanced_schedule
-from surrogates.op_contract import LayerSurrogate, feature_names, is_layer, layer_baseline
+from surrogates.protocol import fit_surrogate, load_surrogate
 
 POINTS = {
     "systolic": [{"rows": 16, "cols": 32}, {"rows": 32, "cols": 8, "dataflow": "os"}],

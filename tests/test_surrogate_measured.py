@@ -12,10 +12,10 @@ from dse.cli import main
 from dse.errors import UserError
 from dse.rundir import open_store
 from hwmodels.gpu.calibrate import Measurement, write_measurements
-from surrogates.contract import contract_schema
-from surrogates.contract_model import ContractSurrogate
-from surrogates.measured import measured_dataset, read_gpu_csv
-from surrogates.measured_eval import FPGA_REPORTED, group_out_comparison, heldout_comparison
+from surrogates.contract.features import contract_schema
+from surrogates.contract.model import ContractSurrogate
+from surrogates.truth.measured import measured_dataset, read_gpu_csv
+from surrogates.truth.measured_eval import FPGA_REPORTED, group_out_comparison, heldout_comparison
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 WA_CSV = SHARED / "wa-hls4ml" / "wa_2layer_subset.csv"

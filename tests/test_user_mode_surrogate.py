@@ -1,5 +1,5 @@
 """The surrogates' baseline in SCALE-Sim USER mode (``dram_mode: per_operand``) carries the USER window walk
-at fold level (``surrogates.user_mode_baseline``): the model's figures per op to within the walk's
+at fold level (``surrogates.systolic.user_mode_closed_form``): the model's figures per op to within the walk's
 approximation (marked ``est_approximate``), so the trees learn only a small residual."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dse.evaluate import PointEvaluator
 from dse.workload import load_workload
 from hwmodels.systolic.compute import ConvGeometry, LoweredGemm
 from hwmodels.systolic.user_mode import user_mode_traffic, user_mode_traffic_of
-from surrogates import features as feat
+from surrogates.systolic import features as feat
 from templates.systolic import SystolicTemplate
 
 POINTS = [

@@ -66,7 +66,7 @@ def _user_replayed_tails(
     """``gemm_cost``'s USER-mode tail: SCALE-Sim's write buffer replayed (``memory.calc_ofmap_tail``, memoised)
     on the pairs where no line writes more words than the DRAM takes per cycle; the closed form elsewhere.
     ``shape`` is (m, n, rows, cols, Sc, T, row folds, column folds). One replay per such pair, as the USER
-    walk of those pairs (``surrogates.user_mode_baseline``) already costs."""
+    walk of those pairs (``surrogates.systolic.user_mode_closed_form``) already costs."""
     whole_bw = np.maximum(1, np.round(bw))
     arrays = np.broadcast_arrays(tail, of_writes, words_of, whole_bw, *shape)
     out = np.array(arrays[0], dtype=float)

@@ -3,7 +3,7 @@ its leakage, all from the technology catalog (``hwmodels.catalogs.tech``).
 
 The one place these prices are derived: the model (``hwmodels.systolic.model``) charges them per
 layer, the tiling mappers' energy objective (``mappers.systolic.objective.cost_model``) scores schedules
-with them, and the surrogates' batch features (``surrogates.features.arch_table``) take the same
+with them, and the surrogates' batch features (``surrogates.systolic.features.arch_table``) take the same
 catalog figures for numpy columns of designs.
 """
 

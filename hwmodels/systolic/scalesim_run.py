@@ -5,7 +5,7 @@ between SCALE-Sim's inputs and ours: a SCALE-Sim config <-> a systolic design po
 (:func:`arch_point`, :func:`scalesim_config`), SCALE-Sim layers <-> our graph and lowered GEMMs
 (:func:`layer_graph`, :func:`scalesim_layer`), and our per-layer figures under SCALE-Sim's report
 names (:func:`layer_figures`). The validation tests, the benchmarks and
-``dse surrogate dataset --truth scalesim`` (``surrogates.scalesim_truth``) all use it.
+``dse surrogate dataset --truth scalesim`` (``surrogates.truth.scalesim``) all use it.
 
 SCALE-Sim is driven through its Python API in a temporary directory; it needs a ``[layout]``
 section and a layout file even when no custom layout is used, and in USER mode it reads the

@@ -16,7 +16,7 @@ Where it is an approximation:
   and so over-counts re-reads (the surrogates' trees learn that residual);
 - the is ifmap (read row by row, not rolled out) counts im2col words off the unpadded edge as present,
   so its sets drift from the scalar's on a layer whose windows hang over the edge (none does in the
-  layers ``surrogates.scalesim_truth`` builds);
+  layers ``surrogates.truth.scalesim`` builds);
 - im2col words off the unpadded edge are spread evenly over the roll-out (their count is exact, so the
   number of sets is); the padding of the last fold is placed exactly.
 ``benchmarks/surrogate_user_mode.py`` prints the baseline's latency error against the exact model.

@@ -1,7 +1,7 @@
 """``evaluator: hybrid``: screen the space with a tree ensemble, evaluate exactly only what may lie on the front.
 
 It evaluates an initial sample exactly (half on the closed form's own front for contract templates --
-``surrogates.contract.BASELINE_MAPPERS`` ranks like the expensive mapper -- half at random), fits an
+``surrogates.contract.features.BASELINE_MAPPERS`` ranks like the expensive mapper -- half at random), fits an
 ensemble of extremely randomised trees on those designs (per op for the systolic fold model, per design
 on the feature contract otherwise), predicts every candidate with every tree, and evaluates exactly the
 candidates whose *optimistic* prediction (mean - kappa * spread across trees, in log space) is feasible
@@ -33,13 +33,10 @@ from dse.explore import Display, Sweep
 from dse.search import Observation
 from dse.store import FlatMetricsEvaluator, PointRecord
 from hwmodels.base import Metrics
-from surrogates import features as feat
-from surrogates.contract import CONTRACT_METRICS, ClosedForm, ContractRows
-from surrogates.contract_model import ContractSurrogate, contract_frame, load_surrogate
+from surrogates.contract.features import CONTRACT_METRICS, ClosedForm, ContractRows
+from surrogates.contract.model import ContractSurrogate, contract_frame
 from surrogates.dataset import WorkloadSpec, design_rows, feature_set
-from surrogates.model import SurrogateModel, metrics_from_totals
-from surrogates.op_contract import DESIGN_METRICS, baseline_evaluator
-from surrogates.screening_basis import (
+from surrogates.explorer.screening_basis import (
     ClosedRow,
     LayerRows,
     closed_row,
@@ -51,6 +48,11 @@ from surrogates.screening_basis import (
     screening_forest,
     screens_by_layer,
 )
+from surrogates.layer.model import baseline_evaluator
+from surrogates.learning import DESIGN_TARGETS
+from surrogates.protocol import load_surrogate
+from surrogates.systolic import features as feat
+from surrogates.systolic.model import SurrogateModel, metrics_from_totals
 
 LATENCY_METRICS = ("latency_ms", "latency_cycles")
 PREDICTED_METRICS = ("latency_cycles", "latency_ms", "energy_mj", "area_mm2", "power_w", "edp", "throughput_ips")
@@ -70,14 +72,14 @@ def check_predictable(metrics: Sequence[str], evaluator: str, where: str | None 
 
 
 def check_layer_metrics(metrics: Sequence[str], template_kind: str, mapper: str, where: str | None = None) -> None:
-    """On the layer basis (``screens_by_layer``) the hybrid gives only ``DESIGN_METRICS``: refuse others."""
+    """On the layer basis (``screens_by_layer``) the hybrid gives only ``DESIGN_TARGETS``: refuse others."""
     if not screens_by_layer(template_kind, mapper):
         return
-    missing = [m for m in metrics if m not in DESIGN_METRICS]
+    missing = [m for m in metrics if m not in DESIGN_TARGETS]
     if missing:
         raise UserError(
             f"evaluator hybrid: the layer-level surrogate of mapper {mapper} does not give {', '.join(missing)}; "
-            f"it gives {', '.join(DESIGN_METRICS)}",
+            f"it gives {', '.join(DESIGN_TARGETS)}",
             where=where,
         )
 
@@ -139,7 +141,7 @@ class HybridSweep(Sweep):
 
     def run(self, pool: Executor, display: Display) -> None:
         """The objectives and constraints were checked predictable where the evaluation was built
-        (``surrogates.hybrid.check_surrogate_spec``)."""
+        (``surrogates.explorer.hybrid.check_surrogate_spec``)."""
         hybrid: HybridEvaluator = self.evaluator
         exact = hybrid.exact
         self._contract = feature_set(exact.template_kind, exact.mapper_name) == "contract"
@@ -325,10 +327,7 @@ class HybridSweep(Sweep):
         results = [
             (
                 c.per_op,
-                {
-                    k: float(c.metrics.get(k, np.nan))
-                    for k in ("latency_cycles", "latency_ms", "energy_mj", "area_mm2", "power_w")
-                },
+                {k: float(c.metrics.get(k, np.nan)) for k in DESIGN_TARGETS},
             )
             for c in known
         ]
@@ -348,7 +347,7 @@ class HybridSweep(Sweep):
 
     def _fit_layers(self, known: list[Candidate]) -> Any:
         """The layer surrogate of the exact candidates (each layer's truth over the cheap mapper's); the metrics
-        it gives (``DESIGN_METRICS``) were checked against the objectives in ``check_layer_metrics``."""
+        it gives (``DESIGN_TARGETS``) were checked against the objectives in ``check_layer_metrics``."""
         data = self._layer_rows.training_frame(
             [c.point for c in known],
             [self._closed(c) for c in known],

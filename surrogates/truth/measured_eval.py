@@ -1,9 +1,9 @@
 """A surrogate trained on measurements next to the analytical model, on designs the surrogate never saw.
 
-Two honest splits of a measured contract dataset (``surrogates.measured``):
+Two honest splits of a measured contract dataset (``surrogates.truth.measured``):
 
 - ``heldout_comparison``: train on some workloads (networks), test on the others -- for wa-hls4ml the
-  stable network hash halves (``surrogates.ingest.network_split``), whose test half the FPGA model's
+  stable network hash halves (``surrogates.truth.wa_hls4ml.network_split``), whose test half the FPGA model's
   calibration never saw either;
 - ``group_out_comparison``: leave one group out (a GPU shape family), every row predicted by the fit
   that did not see its group.
@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 
 from dse.errors import UserError
-from surrogates.contract_model import ContractSurrogate
+from surrogates.contract.model import ContractSurrogate
 from surrogates.evaluate import accuracy
-from surrogates.ingest import network_split
+from surrogates.truth.wa_hls4ml import network_split
 
 FPGA_REPORTED = ("latency_cycles", "ii_cycles", "lut", "ff", "dsp", "bram")
 GPU_REPORTED = ("latency_ms",)

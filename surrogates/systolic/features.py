@@ -6,13 +6,13 @@ fusion) is tabulated once per graph, the design side once per point, and their c
 
 The models learn *ratios to a closed-form baseline*: ``log((value + 1) / (baseline + 1))``. The
 baseline of an op's cycles and energy is the systolic model's own closed forms evaluated over arrays
-(``hwmodels.systolic.batch.gemm_cost_arrays``, in ``surrogates.baseline``): exact for the default
+(``hwmodels.systolic.batch.gemm_cost_arrays``, in ``surrogates.systolic.closed_form``): exact for the default
 ``shared`` DRAM, with stand-ins where the scalar model walks a sequence (the os filter's epoch rule,
 SCALE-Sim's USER/CALC replays); the ``est_approximate`` feature marks those pairs. What the baseline
 misses is what the model learns. ``benchmarks/surrogate_accuracy.py`` prints the baseline alone next
 to the models, so what the learning adds is visible.
 
-The op and design columns are ``surrogates.tables``'; this module crosses them. The names the
+The op and design columns are ``surrogates.systolic.tables``'; this module crosses them. The names the
 surrogates use are importable from here (``__all__``).
 
 Schema: ``FEATURES`` lists every feature column in order; a saved model records it and refuses data
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from surrogates.baseline import (
+from surrogates.systolic.closed_form import (
     AGGREGATE_FEATURES,
     CHUNK_DESIGNS,
     DESIGN_FEATURES,
@@ -34,11 +34,9 @@ from surrogates.baseline import (
     batch_design_features,
     design_features,
     design_totals,
-    from_log_ratio,
     pair_costs,
-    to_log_ratio,
 )
-from surrogates.tables import (
+from surrogates.systolic.tables import (
     ARCH_FEATURES,
     DATAFLOWS,
     OP_FEATURES,
@@ -77,12 +75,10 @@ __all__ = [
     "cross_features",
     "design_features",
     "design_totals",
-    "from_log_ratio",
     "label_codes",
     "op_table",
     "pair_costs",
     "schema",
-    "to_log_ratio",
 ]
 
 SCHEMA_VERSION = 4  # 4: the roofline cross features (a cruder traffic model than the closed form) dropped

@@ -16,7 +16,7 @@ import pandas as pd
 
 from dse.errors import UserError
 from hwmodels.catalogs.fpga import wa_hls4ml_column
-from surrogates.model import make_regressor
+from surrogates.learning import make_regressor
 
 FPGA_FEATURES = ("d_in", "hidden", "d_out", "prec", "reuse_factor", "mults", "mults_per_rf", "weight_bits")
 FPGA_TARGETS = ("lut", "ff", "dsp", "bram", "latency_cycles", "ii_cycles")

@@ -1,4 +1,4 @@
-"""Layer-level training data (``surrogates.op_contract``): sample designs, run the expensive mapper and its
+"""Layer-level training data (``surrogates.layer.model``): sample designs, run the expensive mapper and its
 cheap baseline on the explorer's executors, keep one row per (workload, design, layer)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.executors import make_executor
 from surrogates.dataset import WorkloadSpec, stratified_points
-from surrogates.op_contract import LayerTask, baseline_evaluator, layer_frame
+from surrogates.layer.model import LayerTask, baseline_evaluator, layer_frame
 
 
 def build_layer_dataset(

@@ -1,9 +1,9 @@
 """The trained surrogate: per-op regressors for cycles and energy, a per-design regressor for area.
 
 Per-op models generalise across networks (an op is an op, whatever network it sits in); a design's
-latency and energy are the sums over its ops, its power is energy / latency. Targets are logs of
-ratios to the closed-form baselines of ``surrogates.features`` so one model spans decades and learns
-only what the closed forms miss.
+latency and energy are the sums over its ops, its power is energy / latency. Targets are log ratios
+(``surrogates.learning.to_target``) to the closed-form baselines of ``surrogates.systolic.features``, so one
+model spans decades and learns only what the closed forms miss.
 
 A saved model carries its feature schema, the library versions it was trained with and the
 accuracy measured on data it never saw; loading refuses a model whose schema does not match.
@@ -11,7 +11,6 @@ accuracy measured on data it never saw; loading refuses a model whose schema doe
 
 from __future__ import annotations
 
-import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,87 +19,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import dse
 from dse.errors import UserError
-from surrogates import features as feat
+from surrogates.learning import (
+    from_target,
+    make_area_regressor,
+    make_design_regressor,
+    make_regressor,
+    read_model_file,
+    save_model,
+    to_target,
+    versions,
+)
+from surrogates.systolic import features as feat
 
-MODEL_KINDS = ("gb", "rf")
 LEVELS = ("op", "design")
-FORMAT = "dse-surrogate"
-
-
-def _boosting(
-    seed: int,
-    max_iter: int,
-    learning_rate: float,
-    max_leaf_nodes: int,
-    min_samples_leaf: int = 8,
-    l2_regularization: float = 1e-3,
-) -> Any:
-    from sklearn.ensemble import HistGradientBoostingRegressor
-
-    return HistGradientBoostingRegressor(
-        max_iter=max_iter,
-        learning_rate=learning_rate,
-        max_leaf_nodes=max_leaf_nodes,
-        min_samples_leaf=min_samples_leaf,
-        l2_regularization=l2_regularization,
-        early_stopping=False,
-        random_state=seed,
-    )
-
-
-def _forest(seed: int, n_estimators: int) -> Any:
-    from sklearn.ensemble import RandomForestRegressor
-
-    return RandomForestRegressor(
-        n_estimators=n_estimators, min_samples_leaf=2, max_features=0.6, n_jobs=2, random_state=seed
-    )
-
-
-def _unknown_kind(kind: str) -> UserError:
-    return UserError(f"unknown model kind {kind!r}; choose one of: {', '.join(MODEL_KINDS)}", where="--model")
-
-
-def make_regressor(kind: str, multi_output: bool, seed: int = 0) -> Any:
-    """The op-level regressor. gb: one HistGradientBoosting per target (wrapped for several); rf: one
-    multi-output forest."""
-    from sklearn.multioutput import MultiOutputRegressor
-
-    if kind == "gb":
-        gb = _boosting(seed, max_iter=400, learning_rate=0.08, max_leaf_nodes=63)
-        return MultiOutputRegressor(gb) if multi_output else gb
-    if kind == "rf":
-        return _forest(seed, 64)
-    raise _unknown_kind(kind)
-
-
-def make_area_regressor(kind: str, seed: int = 0) -> Any:
-    """Area is the catalog floor times a smooth overhead of a few design features: a small model suffices."""
-    if kind == "gb":
-        return _boosting(seed, 40, 0.2, 15, min_samples_leaf=20, l2_regularization=0.0)
-    if kind == "rf":  # as many trees as the op-level forest: uncertainty pairs them up tree by tree
-        return _forest(seed, 64)
-    raise _unknown_kind(kind)
-
-
-def make_design_regressor(kind: str, seed: int = 0) -> Any:
-    """The design-level regressor of the two log ratios: one tree walk per design, kept small for speed."""
-    from sklearn.multioutput import MultiOutputRegressor
-
-    if kind == "gb":
-        return MultiOutputRegressor(_boosting(seed, max_iter=30, learning_rate=0.2, max_leaf_nodes=31))
-    if kind == "rf":
-        return _forest(seed, 32)
-    raise _unknown_kind(kind)
 
 
 def op_targets(data: pd.DataFrame) -> np.ndarray:
     """log ratios of the true per-op cycles and energy to their closed-form baselines."""
     return np.column_stack(
         [
-            feat.to_log_ratio(data["cycles"].to_numpy(), data["est_cycles"].to_numpy()),
-            feat.to_log_ratio(data["energy_pj"].to_numpy(), data["est_energy_pj"].to_numpy()),
+            to_target(data["cycles"].to_numpy(), data["est_cycles"].to_numpy()),
+            to_target(data["energy_pj"].to_numpy(), data["est_energy_pj"].to_numpy()),
         ]
     )
 
@@ -126,18 +66,6 @@ def area_target(designs: pd.DataFrame) -> np.ndarray:
 def area_from(model: Any, area_x: np.ndarray) -> np.ndarray:
     floor_column = feat.AREA_FEATURES.index("log_area_floor_mm2")
     return np.exp(model.predict(area_x) + area_x[:, floor_column] * np.log(2.0))
-
-
-def versions() -> dict[str, str]:
-    import sklearn
-
-    return {
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scikit-learn": sklearn.__version__,
-        "pandas": pd.__version__,
-        "dse": dse.__version__,
-    }
 
 
 @dataclass
@@ -184,8 +112,8 @@ class SurrogateModel:
         )
         targets = np.column_stack(
             [
-                feat.to_log_ratio(truth["design_latency_cycles"].to_numpy(), base_cycles),
-                feat.to_log_ratio(truth["design_energy_mj"].to_numpy() * 1e9, base_energy),
+                to_target(truth["design_latency_cycles"].to_numpy(), base_cycles),
+                to_target(truth["design_energy_mj"].to_numpy() * 1e9, base_energy),
             ]
         )
         design_model = make_design_regressor(kind, seed)
@@ -312,36 +240,6 @@ class SurrogateModel:
             )
 
 
-def save_model(model: Any, path: str | Path) -> Path:
-    """Write any surrogate (joblib, compressed) with the format tag ``read_model_file`` checks."""
-    import joblib
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    joblib.dump({"format": FORMAT, "model": model}, path, compress=3)
-    return path
-
-
-def read_model_file(path: str | Path) -> Any:
-    """The surrogate stored in ``path``; one clear error for a missing, corrupt or foreign file."""
-    import joblib
-
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(
-            f"surrogate model file not found (looked for {path.resolve()}); train one with "
-            "`dse surrogate train DATA -o MODEL.joblib`",
-            where=str(path),
-        )
-    try:
-        payload = joblib.load(path)
-    except Exception as exc:  # a corrupt or foreign file: say which, not a traceback
-        raise UserError(f"cannot be read as a surrogate model ({type(exc).__name__}: {exc})", where=str(path)) from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise UserError("is not a dse surrogate model; train one with `dse surrogate train`", where=str(path))
-    return payload["model"]
-
-
 def _schema_difference(saved: dict[str, Any], expected: dict[str, Any]) -> str:
     if saved.get("version") != expected["version"]:
         return f"schema version {saved.get('version')} vs {expected['version']}"
@@ -387,7 +285,7 @@ def frame_design_features(data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, n
 def _from_ratios(ratios: np.ndarray, cycles_base: np.ndarray, energy_base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Cycles and energy from predicted log ratios to their closed-form baselines (per op, or per design)."""
     ratios = np.asarray(ratios).reshape(len(cycles_base), 2)
-    return feat.from_log_ratio(ratios[:, 0], cycles_base), feat.from_log_ratio(ratios[:, 1], energy_base)
+    return from_target(ratios[:, 0], cycles_base), from_target(ratios[:, 1], energy_base)
 
 
 def _design_metrics(

@@ -1,4 +1,4 @@
-"""Real measurements as surrogate datasets, in the feature contract's format (``surrogates.contract``).
+"""Real measurements as surrogate datasets, in the feature contract's format (``surrogates.contract.features``).
 
 Each measured design becomes one contract row: the graph statistics of the network (or kernel) it ran,
 the template parameters it was built with, the closed form's estimate for that design (the family's
@@ -7,7 +7,7 @@ analytical model) and, as the truth (``design_<metric>``), the measurement. ``ds
 
 Sources (``KIND:PATH``):
 
-- ``wa-hls4ml:CSV`` -- Vivado HLS results of 2-layer hls4ml networks (``surrogates.ingest.read_wa_hls4ml``);
+- ``wa-hls4ml:CSV`` -- Vivado HLS results of 2-layer hls4ml networks (``surrogates.truth.wa_hls4ml.read_wa_hls4ml``);
   workload = the network (``d_in-hidden-d_out``), designs = its (precision, ReuseFactor) points.
 - ``reports:RUN_DIR`` -- the synthesis reports ``dse ingest-report`` stored in a run of ``dse explore``;
   workload = the run's network, designs = its exported points.
@@ -36,10 +36,10 @@ from dse.graph import Graph, GraphBuilder
 from dse.rundir import open_run
 from hwmodels.catalogs.fpga import HLS_REPORT_KEYS, HLS_REPORT_LEGACY_DSP_KEY
 from hwmodels.gpu.calibrate import PLAIN_COLUMNS, Measurement, read_llmcompass
-from surrogates.contract import ClosedForm, baseline_row
-from surrogates.contract_model import contract_frame
+from surrogates.contract.features import ClosedForm, baseline_row
+from surrogates.contract.model import contract_frame
 from surrogates.dataset import workloads_from_args
-from surrogates.ingest import read_wa_hls4ml
+from surrogates.truth.wa_hls4ml import read_wa_hls4ml
 
 # the hls4ml configuration of every wa-hls4ml run (README of ../shared/data/wa-hls4ml): Resource strategy,
 # io_parallel, xcu250, data ap_fixed<16,6>, QKeras weights quantized_bits(prec, 0) = ap_fixed<prec,1>

@@ -1,7 +1,7 @@
 """Surrogates in the explorer: ``evaluator: surrogate`` (pure prediction) and ``evaluator: hybrid``.
 
 Pure prediction answers every proposed point from a trained model, a whole batch per call, and
-stores it with ``exact = false``. Hybrid (``surrogates.screening``) evaluates exactly only what may
+stores it with ``exact = false``. Hybrid (``surrogates.explorer.screening``) evaluates exactly only what may
 lie on the front. ``surrogate_evaluation`` and ``hybrid_evaluation`` are the factories the evaluator
 registry (``dse.evaluators``) calls for a spec's ``evaluator: surrogate`` and ``evaluator: hybrid``.
 """
@@ -23,18 +23,18 @@ from dse.graph import Graph
 from dse.spec import Spec
 from dse.store import FlatMetrics
 from hwmodels.base import Metrics
-from surrogates import features as feat
-from surrogates.contract import supported_templates
-from surrogates.contract_model import load_surrogate
+from surrogates.contract.features import supported_templates
 from surrogates.dataset import feature_set
-from surrogates.model import SurrogateModel
-from surrogates.screening import (
+from surrogates.explorer.screening import (
     PREDICTED_METRICS,
     HybridEvaluator,
     HybridSweep,
     check_layer_metrics,
     check_predictable,
 )
+from surrogates.protocol import load_surrogate
+from surrogates.systolic import features as feat
+from surrogates.systolic.model import SurrogateModel
 
 __all__ = ["BatchExecutor", "SurrogateEvaluator", "hybrid_evaluation", "surrogate_evaluation"]
 
@@ -133,7 +133,8 @@ def surrogate_evaluation(spec: Spec, graph: Graph, exact: PointEvaluator, option
 
 
 def hybrid_evaluation(spec: Spec, graph: Graph, exact: PointEvaluator, options: HybridOptions) -> Evaluation:
-    """``evaluator: hybrid``: the exact evaluator screened by a forest (``surrogates.screening.HybridSweep``)."""
+    """``evaluator: hybrid``: the exact evaluator screened by a forest
+    (``surrogates.explorer.screening.HybridSweep``)."""
     del graph  # the exact evaluator carries it
     check_surrogate_spec(spec)
     metrics = [o.metric for o in spec.objective_list()] + [c.metric for c in spec.constraint_list()]

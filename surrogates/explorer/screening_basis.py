@@ -1,8 +1,8 @@
 """What the hybrid screens each candidate from, the forest that learns the truth's correction of it, and
 the rules that pick what to evaluate exactly (dominance by the exact front, front layers, the batch).
 
-Two bases: the design-level feature contract (``surrogates.contract``: the family's closed form, one row
-per design) and, where the truth mapper has a cheap mapper of the same search (``op_contract.LAYER_BASELINES``:
+Two bases: the design-level feature contract (``surrogates.contract.features``: the family's closed form, one row
+per design) and, where the truth mapper has a cheap mapper of the same search (``layer.model.LAYER_BASELINES``:
 the greedy schedule the CP-SAT systolic scheduler starts from), the layer-level contract: one row per
 (design, layer), a design the sum of its layers. On the CP-SAT systolic space the layer baseline alone is
 within 6 % of the truth's latency (the fold closed form: 45 %), so the forest only learns a small residual.
@@ -21,16 +21,17 @@ from dse.evaluate import PointEvaluator
 from dse.graph import Graph
 from dse.pareto import pareto_mask
 from hwmodels.base import Metrics
-from surrogates.contract import baseline_row
+from surrogates.contract.features import baseline_row
 from surrogates.dataset import feature_set
-from surrogates.op_contract import DESIGN_METRICS, LayerSurrogate, baseline_result, layer_baseline, layer_frame
+from surrogates.layer.model import LayerSurrogate, baseline_result, layer_baseline, layer_frame
+from surrogates.learning import DESIGN_TARGETS
 
 
 @dataclass
 class ClosedRow:
     """A candidate's cheap side: its contract feature row, its metric values and, where the closed form
     proves one (the RDU's section lower bound), the floor of the truth's latency as a share of its own;
-    on the layer basis also the baseline's per-layer result (``op_contract.baseline_result``)."""
+    on the layer basis also the baseline's per-layer result (``layer.model.baseline_result``)."""
 
     features: list[float]
     metrics: dict[str, float]
@@ -61,7 +62,7 @@ def screens_by_layer(template_kind: str, mapper: str | None) -> bool:
 
 @dataclass
 class LayerRows:
-    """Builds the candidates' layer rows (``op_contract.layer_frame``) for a fit or a prediction."""
+    """Builds the candidates' layer rows (``layer.model.layer_frame``) for a fit or a prediction."""
 
     template_kind: str
     graph: Graph
@@ -80,7 +81,7 @@ class LayerRows:
     ) -> pd.DataFrame:
         """The exact candidates' layer rows with their truth: per-layer (cycles, energy_pj), design metrics."""
         results = [
-            {**row.layers, "truth_layer": layers, "design": {m: float(t.get(m, np.nan)) for m in DESIGN_METRICS}}
+            {**row.layers, "truth_layer": layers, "design": {m: float(t.get(m, np.nan)) for m in DESIGN_TARGETS}}
             for row, layers, t in zip(rows, per_layer, truths)
         ]
         return layer_frame(self.template_kind, self.graph, "_", points, self.fixed, results)

@@ -1,7 +1,7 @@
 """The surrogates' closed-form baseline: the systolic model's own cost over arrays of (design, op)
 pairs (``pair_costs``) and its sums per design (the design-level surrogate's rows).
 
-The models learn *ratios to this baseline*: ``log((value + 1) / (baseline + 1))``. Array ops go through
+The models learn *ratios to this baseline* (``surrogates.learning.to_target``). Array ops go through
 ``hwmodels.systolic.batch.gemm_cost_arrays``: exact for the default ``shared`` DRAM, with stand-ins
 where the scalar model walks a sequence (the os filter's epoch rule, SCALE-Sim's USER/CALC replays);
 ``est_approximate`` marks those pairs.
@@ -18,8 +18,8 @@ import numpy as np
 
 from hwmodels.systolic.batch import gemm_cost_arrays
 from hwmodels.systolic.cost import vector_busy_cycles
-from surrogates.tables import ARCH_FEATURES, DATAFLOWS, ArchTable, OpTable
-from surrogates.user_mode_baseline import USER_MODE_DATAFLOWS, user_mode_pair_costs
+from surrogates.systolic.tables import ARCH_FEATURES, DATAFLOWS, ArchTable, OpTable
+from surrogates.systolic.user_mode_closed_form import USER_MODE_DATAFLOWS, user_mode_pair_costs
 from templates.systolic import DRAM_MODES
 
 # raw per-pair figures of the closed-form baseline (``pair_costs``): stored in datasets next to the
@@ -86,7 +86,7 @@ def pair_costs(ops: OpTable, archs: ArchTable, totals: bool = False) -> dict[str
                 a["_ofmap_words"][rows, None],
                 a["_words_per_cycle"][rows, None],
             )
-            if mode == "per_operand" and df in USER_MODE_DATAFLOWS:  # SCALE-Sim USER's walk (user_mode_baseline)
+            if mode == "per_operand" and df in USER_MODE_DATAFLOWS:  # SCALE-Sim USER's walk (user_mode_closed_form)
                 user = ("_rows", "_cols", "_ifmap_words", "_filter_words", "_words_per_cycle")
                 c = user_mode_pair_costs(c, ops.gemms, df, *(a[name][rows] for name in user))
             emit(
@@ -155,16 +155,6 @@ AGGREGATE_FEATURES = (
     "log_op_count",
 )
 DESIGN_FEATURES = ARCH_FEATURES + AGGREGATE_FEATURES
-
-
-def to_log_ratio(value: np.ndarray, base: np.ndarray) -> np.ndarray:
-    """The surrogates' target: a value as a log ratio to its analytical baseline (+1 keeps zeros finite)."""
-    return np.log((value + 1.0) / (base + 1.0))
-
-
-def from_log_ratio(ratio: np.ndarray, base: np.ndarray) -> np.ndarray:
-    """Invert ``to_log_ratio``, clipped at zero."""
-    return np.maximum(np.exp(ratio) * (base + 1.0) - 1.0, 0.0)
 
 
 CHUNK_DESIGNS = 4096  # designs per chunk of (design, op) arrays: a few hundred KiB each, cache-resident

@@ -1,10 +1,10 @@
-"""Design-level surrogates on the feature contract (``surrogates.contract``), for every template.
+"""Design-level surrogates on the feature contract (``surrogates.contract.features``), for every template.
 
 A dataset of the contract has one row per (workload, design): the contract's features, the closed
 form's metrics (``base_<metric>``) and the truth (``design_<metric>``) from the expensive evaluator --
 the spec's own mapper (CP-SAT, the RDU section solver, the multicore scheduler) run on the explorer's
-executors. ``ContractSurrogate`` learns ``log(truth / closed form)`` per metric with one multi-output
-regressor; predicting costs one closed-form evaluation per design (milliseconds) instead of a solve.
+executors. ``ContractSurrogate`` learns ``log(truth / closed form)`` (``learning.to_target``) per metric with
+one multi-output regressor; predicting costs one closed-form evaluation per design (milliseconds) instead of a solve.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.graph import Graph
 from dse.registry import family
-from surrogates.contract import (
+from surrogates.contract.features import (
     CONTRACT_METRICS,
     GRAPH_FEATURES,
     ClosedForm,
@@ -34,12 +34,9 @@ from surrogates.contract import (
     param_feature_names,
     param_features,
 )
-from surrogates.model import SurrogateModel, make_design_regressor, read_model_file, save_model, versions
-from surrogates.op_contract import LayerSurrogate, is_layer
+from surrogates.learning import PARAM_PREFIX, from_target, make_design_regressor, save_model, to_target, versions
 
 FEATURE_SET = "contract"
-PARAM_PREFIX = "param_"
-TINY = 1e-30
 # counts that are 0 on many designs (FPGA DSPs: LUT-built multipliers): learned as log((truth + 1) / (closed
 # form + 1)), so a design the closed form gives 0 and synthesis does not is a finite target, not log(x / 1e-30)
 COUNT_OFFSET = {"dsp": 1.0}
@@ -98,13 +95,6 @@ def contract_frame(
     return frame
 
 
-def log_ratio(truth: np.ndarray, base: np.ndarray) -> np.ndarray:
-    """log(truth / closed form); 0 where both are 0 (a metric the design does not have)."""
-    truth, base = np.asarray(truth, dtype=float), np.asarray(base, dtype=float)
-    both_zero = (truth <= 0) & (base <= 0)
-    return np.where(both_zero, 0.0, np.log(np.maximum(truth, TINY) / np.maximum(base, TINY)))
-
-
 @dataclass
 class ContractSurrogate:
     """A design-level regressor of ``log(truth / closed form)`` for the metrics the closed form gives."""
@@ -136,9 +126,8 @@ class ContractSurrogate:
             raise UserError("no metric has both a closed-form value and a truth on every design of the dataset")
         targets = np.column_stack(
             [
-                log_ratio(
-                    data[f"design_{m}"].to_numpy(float) + COUNT_OFFSET.get(m, 0.0),
-                    data[f"base_{m}"].to_numpy(float) + COUNT_OFFSET.get(m, 0.0),
+                to_target(
+                    data[f"design_{m}"].to_numpy(float), data[f"base_{m}"].to_numpy(float), COUNT_OFFSET.get(m, 0.0)
                 )
                 for m in names
             ]
@@ -161,7 +150,7 @@ class ContractSurrogate:
         for regressor in regressors:
             ratios = np.asarray(regressor.predict(x)).reshape(len(x), len(self.metric_names))
             ratios = ratios * np.asarray(getattr(self, "corrected", None) or [True] * len(self.metric_names))
-            out.append(np.maximum((np.maximum(base_block, 0.0) + offset) * np.exp(ratios) - offset, 0.0))
+            out.append(from_target(ratios, base_block, offset))
         return out
 
     def predict_frame(self, data: pd.DataFrame) -> pd.DataFrame:
@@ -247,22 +236,3 @@ def baseline_metric_accuracy(data: pd.DataFrame) -> dict[str, tuple[np.ndarray, 
 
 def is_contract(data: pd.DataFrame) -> bool:
     return "feature_set" in data.columns and bool((data["feature_set"] == FEATURE_SET).all())
-
-
-def fit_surrogate(data: pd.DataFrame, kind: str, seed: int = 0, level: str = "op") -> Any:
-    """The surrogate a dataset calls for: the contract model for contract rows, the layer model for layer
-    rows (``surrogates.op_contract``), else the systolic one."""
-    if is_layer(data):
-        return LayerSurrogate.fit(data, kind, seed)
-    if is_contract(data):
-        return ContractSurrogate.fit(data, kind, seed)
-    return SurrogateModel.fit(data, kind, seed, level)
-
-
-def load_surrogate(path: str | Path) -> Any:
-    """A saved surrogate of either kind, its schema checked against this code's."""
-    model = read_model_file(path)
-    if not isinstance(model, (SurrogateModel, ContractSurrogate, LayerSurrogate)):
-        raise UserError("is not a dse surrogate model; train one with `dse surrogate train`", where=str(path))
-    model.check_schema(str(path))
-    return model

@@ -29,8 +29,8 @@ from dse.graph import Graph, OpKind
 from dse.registry import family, mapper_option_names
 from hwmodels.base import Metrics
 from mappers.systolic.fold import ARRAY_KINDS, lower_op
-from surrogates.contract import param_feature_names, param_features
-from surrogates.model import make_regressor, save_model, versions
+from surrogates.contract.features import param_feature_names, param_features
+from surrogates.learning import DESIGN_TARGETS, from_target, make_regressor, save_model, to_target, versions
 
 LAYER_SET = "layer"
 LAYER_VERSION = 1
@@ -40,8 +40,6 @@ LAYER_BASELINES = {
     ("systolic", "bruteforce"): "greedy",
     ("systolic", "greedy"): "fold",
 }
-# metrics of a design that the layer sums carry (``design_<m>`` truth, ``base_<m>`` baseline)
-DESIGN_METRICS = ("latency_cycles", "latency_ms", "energy_mj", "area_mm2", "power_w")
 OP_FEATURES = (
     "l_is_conv",
     "l_is_matmul",
@@ -161,9 +159,9 @@ def baseline_result(baseline: PointEvaluator, point: Mapping[str, Any]) -> dict[
         "base": base_rows(base),
         "onchip": onchip_bytes(trace.arch),
         "base_layer": np.array([[la.cycles, la.energy_pj] for la in base.layers], dtype=float).reshape(-1, 2),
-        "base_design": {m: float(base.values.get(m, np.nan)) for m in DESIGN_METRICS},
+        "base_design": {m: float(base.values.get(m, np.nan)) for m in DESIGN_TARGETS},
         "truth_layer": np.full((len(base.layers), 2), np.nan),
-        "design": dict.fromkeys(DESIGN_METRICS, np.nan),
+        "design": dict.fromkeys(DESIGN_TARGETS, np.nan),
     }
 
 
@@ -182,7 +180,7 @@ class LayerTask:
         if sorted(by_name) != sorted(names):
             raise ValueError(f"truth and baseline layers differ: {sorted(set(by_name) ^ set(names))[:3]}")
         result["truth_layer"] = np.array([[by_name[n].cycles, by_name[n].energy_pj] for n in names], dtype=float)
-        result["design"] = {m: float(truth.values.get(m, np.nan)) for m in DESIGN_METRICS}
+        result["design"] = {m: float(truth.values.get(m, np.nan)) for m in DESIGN_TARGETS}
         return result
 
 
@@ -236,7 +234,7 @@ def layer_frame(
     truth_layer = np.vstack([r["truth_layer"] for r in results])
     columns["base_cycles"], columns["base_energy_pj"] = base_layer[:, 0], base_layer[:, 1]
     columns["cycles"], columns["energy_pj"] = truth_layer[:, 0], truth_layer[:, 1]
-    for m in DESIGN_METRICS:
+    for m in DESIGN_TARGETS:
         columns[f"design_{m}"] = np.array([r["design"][m] for r in results], dtype=float)[design]
         columns[f"base_{m}"] = np.array([r["base_design"][m] for r in results], dtype=float)[design]
     columns["template"] = template_kind
@@ -257,7 +255,7 @@ def layer_targets(data: pd.DataFrame) -> np.ndarray:
     """log((truth + 1) / (baseline + 1)) of each layer's cycles and energy."""
     return np.column_stack(
         [
-            np.log((data[t].to_numpy(float) + 1.0) / (data[b].to_numpy(float) + 1.0))
+            to_target(data[t].to_numpy(float), data[b].to_numpy(float))
             for t, b in (("cycles", "base_cycles"), ("energy_pj", "base_energy_pj"))
         ]
     )
@@ -287,7 +285,7 @@ class LayerSurrogate:
     regressor: Any
     schema: dict[str, Any]
     level: str = "layer"
-    metric_names: list[str] = field(default_factory=lambda: list(DESIGN_METRICS))
+    metric_names: list[str] = field(default_factory=lambda: list(DESIGN_TARGETS))
     versions: dict[str, str] = field(default_factory=versions)
     trained_on: list[str] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -316,10 +314,10 @@ class LayerSurrogate:
         frame = data[["workload", "design"]].copy()
         for i, (pred, base) in enumerate((("p_cycles", "base_cycles"), ("p_energy", "base_energy_pj"))):
             b = data[base].to_numpy(float)
-            frame[pred] = np.maximum(np.exp(ratios[:, i]) * (b + 1.0) - 1.0, 0.0)
+            frame[pred] = from_target(ratios[:, i], b)
             frame[base] = b
         sums = frame.groupby(["workload", "design"], sort=False).sum().reset_index()
-        firsts = data.groupby(["workload", "design"], sort=False)[[f"base_{m}" for m in DESIGN_METRICS]].first()
+        firsts = data.groupby(["workload", "design"], sort=False)[[f"base_{m}" for m in DESIGN_TARGETS]].first()
         return design_values(sums, firsts.reset_index())
 
     def tree_design_metrics(self, data: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -329,17 +327,17 @@ class LayerSurrogate:
         design = data["design"].to_numpy(int)
         n = int(design.max()) + 1 if len(design) else 0
         base_cycles, base_energy = data["base_cycles"].to_numpy(float), data["base_energy_pj"].to_numpy(float)
-        firsts = data.groupby("design", sort=True)[[f"base_{m}" for m in DESIGN_METRICS]].first()
-        base = {m: firsts[f"base_{m}"].to_numpy(float) for m in DESIGN_METRICS}
+        firsts = data.groupby("design", sort=True)[[f"base_{m}" for m in DESIGN_TARGETS]].first()
+        base = {m: firsts[f"base_{m}"].to_numpy(float) for m in DESIGN_TARGETS}
         sums_base = [np.bincount(design, weights=b, minlength=n) for b in (base_cycles, base_energy)]
         trees = []
         for tree in self.regressor.estimators_:
             ratios = np.asarray(tree.predict(x)).reshape(len(data), 2)
-            p_cycles = np.maximum(np.exp(ratios[:, 0]) * (base_cycles + 1.0) - 1.0, 0.0)
-            p_energy = np.maximum(np.exp(ratios[:, 1]) * (base_energy + 1.0) - 1.0, 0.0)
+            p_cycles = from_target(ratios[:, 0], base_cycles)
+            p_energy = from_target(ratios[:, 1], base_energy)
             sums = [np.bincount(design, weights=p, minlength=n) for p in (p_cycles, p_energy)]
             trees.append(design_metrics(sums[0], sums_base[0], sums[1], sums_base[1], base))
-        return {m: np.stack([t[m] for t in trees]) for m in DESIGN_METRICS}
+        return {m: np.stack([t[m] for t in trees]) for m in DESIGN_TARGETS}
 
     def predict_designs(
         self, graph: Graph, template_kind: str, points: Sequence[Mapping[str, Any]], fixed: Any, ops: Any = None
@@ -350,7 +348,7 @@ class LayerSurrogate:
         baseline = PointEvaluator(graph, template_kind, self.baseline_mapper, dict(fixed), dict(self.baseline_options))
         results = [baseline_result(baseline, point) for point in points]
         frame = layer_frame(template_kind, graph, "_", points, fixed, results)
-        return self.predict_frame(frame)[list(DESIGN_METRICS)]
+        return self.predict_frame(frame)[list(DESIGN_TARGETS)]
 
     def save(self, path: str | Path) -> Path:
         return save_model(self, path)
@@ -372,9 +370,9 @@ def design_values(sums: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
         sums["base_cycles"].to_numpy(float),
         sums["p_energy"].to_numpy(float),
         sums["base_energy_pj"].to_numpy(float),
-        {m: base[f"base_{m}"].to_numpy(float) for m in DESIGN_METRICS},
+        {m: base[f"base_{m}"].to_numpy(float) for m in DESIGN_TARGETS},
     )
-    for m in DESIGN_METRICS:
+    for m in DESIGN_TARGETS:
         out[m] = values[m]
     return out
 
@@ -405,4 +403,4 @@ def design_metrics(
 def baseline_layer_accuracy(data: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """(truth, cheap mapper) per design metric of a layer dataset."""
     designs = data.groupby(["workload", "design"], sort=False).first()
-    return {m: (designs[f"design_{m}"].to_numpy(float), designs[f"base_{m}"].to_numpy(float)) for m in DESIGN_METRICS}
+    return {m: (designs[f"design_{m}"].to_numpy(float), designs[f"base_{m}"].to_numpy(float)) for m in DESIGN_TARGETS}

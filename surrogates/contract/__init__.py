@@ -1,0 +1,1 @@
+"""The design-level contract surrogate of every template: one feature row per design, one regressor."""

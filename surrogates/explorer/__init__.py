@@ -1,0 +1,1 @@
+"""Surrogates inside the explorer: ``evaluator: surrogate`` and the hybrid screening."""
