@@ -36,6 +36,7 @@ from dse.quant.hls_network import (
     model_weights,
     reference,
 )
+from dse.registry import HLS4ML, family, kinds_exporting
 from dse.rundir import STORE_FILE, open_run, open_store
 from dse.session import build_evaluator
 from hwmodels.catalogs.fpga import HLS_REPORT_KEYS
@@ -109,9 +110,10 @@ def load_design(run_dir: Path, point: str) -> Design:
     run_dir = Path(run_dir)
     with open_run(run_dir) as (store, spec):
         records = [r for r in store.records() if r.key.startswith(point) or r.point_id.startswith(point)]
-    if spec.template.kind != "fpga_dataflow":
+    if HLS4ML not in family(spec.template.kind).exporters:
         raise ExportError(
-            f"run {run_dir} explores the {spec.template.kind} template; only fpga_dataflow points can be exported",
+            f"run {run_dir} explores the {spec.template.kind} template; only {' and '.join(kinds_exporting(HLS4ML))} "
+            "points can be exported",
             where=str(run_dir),
         )
     if len(records) != 1:
