@@ -9,7 +9,7 @@ run in a subprocess on the same pickled graphs, with its defaults. Optionally ti
 
 ``--grid SPEC`` solves every point of an rdu spec's parameter grid one by one and prints the gap and time of each
 (``--every K``: every K-th point only); with ``--closed-form`` it also times the surrogates' RDU closed form
-(``surrogates.rdu_baseline``: the bound's first covers realised) on each point and prints its latency, energy
+(``mappers.rdu.cover``: the bound's first covers realised) on each point and prints its latency, energy
 and bound against the exact mapping's, and its time per point against the exact mapper's.
 
 Run: ``.venv/bin/python benchmarks/rdu_solver_bench.py [--before /tmp/head] [--grid SPEC [--every K]
@@ -76,8 +76,8 @@ def grid_summary(spec_path: str, options: dict, every: int = 1, closed_form: boo
     from dse.session import build_graph
     from dse.spec.load import load_spec
     from hwmodels.rdu.model import RduModel
+    from mappers.rdu.cover import RduCoverMapper
     from mappers.rdu.sections import RduSectionMapper, clear_cache
-    from surrogates.rdu_baseline import RduCoverMapper
     from templates.rdu import RduTemplate
 
     spec = load_spec(spec_path)

@@ -7,7 +7,7 @@ surrogate is trained without the held-out network and tested on it, next to the 
 For the systolic CP-SAT truth the layer-level contract (``surrogates.layer.model``: per layer, the greedy
 schedule the solver starts from as the baseline, the learned per-layer correction summed per design) is
 measured next to the design-level contract. The multicore closed form is the scheduler's own seed schedule,
-load-balanced (``surrogates.multicore_baseline``); a design-level correction is kept per metric only where it
+load-balanced (``mappers.multicore.balanced``); a design-level correction is kept per metric only where it
 beats the closed form on training workloads it did not see (``contract.model.correction_helps``). Networks
 of the held-out one's family (``exclude``) are left out of training too, so the held-out network is absent
 from training in every form.

@@ -30,12 +30,13 @@ from plotly.subplots import make_subplots
 from dse.errors import UserError
 from dse.graph import PRECISION_BYTES, Graph
 from dse.pareto import knee_point_id
-from dse.registry import FAMILIES, family, make_mapper
+from dse.registry import FAMILIES, GPU_KIND, family, make_mapper
 from dse.rundir import open_run
 from dse.session import build_graph
 from hwmodels.catalogs.gpu import NODES, UnknownGpuError, canonical_baseline_name, get_gpu
 from hwmodels.gpu.model import ENERGY_NOTE
 from templates.base import TemplateError
+from templates.gpu import PART_PARAM
 
 DEFAULT_BASELINES = ("h100_sxm", "a100_80gb")
 MAX_DESIGNS = 20
@@ -111,15 +112,15 @@ def gpu_precision(gpu: str, precision: str) -> str:
 
 def evaluate_baselines(graph: Graph, names: Sequence[str], precision: str) -> tuple[list[GpuBaseline], list[str]]:
     """Each named GPU on ``graph`` (stored at ``precision``), with a note for every precision fallback."""
-    gpu = family("gpu")
-    template, mapper, model = gpu.template(), make_mapper("gpu"), gpu.hwmodel()
+    gpu = family(GPU_KIND)
+    template, mapper, model = gpu.template(), make_mapper(GPU_KIND), gpu.hwmodel()
     baselines, notes = [], []
     for name in baseline_names(names):
         node = NODES.get(name)
         gpu_name = node.gpu if node is not None else name
         run_at = gpu_precision(gpu_name, precision)
         g = graph if run_at == precision else graph.with_elem_bytes(PRECISION_BYTES[run_at])
-        point: dict[str, Any] = {"gpu": gpu_name, "precision": run_at}
+        point: dict[str, Any] = {PART_PARAM: gpu_name, "precision": run_at}
         if node is not None:
             point.update(gpus=int(node.gpus.value), nvlink_gbps=node.nvlink_gbps.value)
         arch = template.instantiate(point)
@@ -159,7 +160,7 @@ def summary_frame(
         rows.append(
             {
                 "name": b.display,
-                "kind": "gpu",
+                "kind": GPU_KIND,
                 "precision": b.precision,
                 "calibration": b.arch.calibration,
                 "latency_ms": v["latency_ms"],
@@ -187,7 +188,7 @@ def summary_frame(
             }
         )
     frame = pd.DataFrame(rows)
-    gpus = frame[frame["kind"] == "gpu"]
+    gpus = frame[frame["kind"] == GPU_KIND]
     if not gpus.empty:
         frame["latency_vs_best_gpu"] = frame["latency_ms"] / gpus["latency_ms"].min()
         frame["throughput_vs_best_gpu"] = frame["throughput_ips"] / gpus["throughput_ips"].max()
@@ -336,7 +337,7 @@ def roofline_figure(
 def comparison_bar_figure(summary: pd.DataFrame) -> go.Figure:
     """Latency and energy per inference of every design and GPU (log scale)."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("latency [ms]", "energy per inference [mJ]"))
-    colors = ["#2b5c8a" if k == "gpu" else "#d62728" for k in summary["kind"]]
+    colors = ["#2b5c8a" if k == GPU_KIND else "#d62728" for k in summary["kind"]]
     # Short category labels (the table beside the figure carries every parameter); full names on hover.
     short = [_short_label(name) for name in summary["name"]]
     for col, metric in ((1, "latency_ms"), (2, "energy_mj")):
@@ -447,9 +448,9 @@ def format_table(summary: pd.DataFrame) -> str:
     )
     lines = [header]
     for _, r in summary.iterrows():
-        tag = "G " if r["kind"] == "gpu" else "D "
+        tag = "G " if r["kind"] == GPU_KIND else "D "
         calibration = str(r.get("calibration", "") or "")
-        tuning = "" if r["kind"] != "gpu" else "calibrated" if calibration.startswith("calibrated") else "catalog"
+        tuning = "" if r["kind"] != GPU_KIND else "calibrated" if calibration.startswith("calibrated") else "catalog"
         lines.append(
             f"{tag}{str(r['name'])[:44]:<44} {r['latency_ms']:>10.4g} {r['throughput_ips']:>11.5g} "
             f"{r['energy_mj']:>10.4g} {r['inferences_per_j']:>9.4g} {r['latency_vs_best_gpu']:>9.3g} "

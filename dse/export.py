@@ -25,6 +25,7 @@ from dse.choices import EXPORT_BACKENDS
 from dse.finish import atomic_write
 from dse.graph import Graph
 from dse.hls4ml_project import build_model, csim_accuracy, csim_check, hls_config
+from dse.registry import HLS4ML, family, kinds_exporting
 from dse.rundir import STORE_FILE, open_run, open_store
 from dse.session import build_evaluator
 from hwmodels.accuracy.hls_network import WEIGHT_SEED, ExportError, layer_list, model_weights
@@ -83,9 +84,10 @@ def load_design(run_dir: Path, point: str) -> Design:
     run_dir = Path(run_dir)
     with open_run(run_dir) as (store, spec):
         records = [r for r in store.records() if r.key.startswith(point) or r.point_id.startswith(point)]
-    if spec.template.kind != "fpga_dataflow":
+    if HLS4ML not in family(spec.template.kind).exporters:
         raise ExportError(
-            f"run {run_dir} explores the {spec.template.kind} template; only fpga_dataflow points can be exported",
+            f"run {run_dir} explores the {spec.template.kind} template; only {' and '.join(kinds_exporting(HLS4ML))} "
+            "points can be exported",
             where=str(run_dir),
         )
     if len(records) != 1:

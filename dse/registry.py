@@ -1,16 +1,18 @@
-"""Which hardware families exist, by name: the only family table.
+"""Which hardware families exist, by name: the only family table, and everything a family can do.
 
-A template kind maps to its Template, its mappers (the first is the default), its HwModel and its accuracy model.
-Nothing else registers a family; the explorer, the spec and every command look families up here,
-so adding one is one entry below. The mappers' options (``template.mapper_options`` in a spec) are
-their dataclass fields, checked here with one clear message.
+A template kind maps to its Template, its mappers (the first is the default), its HwModel, its accuracy
+model and its capabilities: the closed form and layer baselines the surrogates learn against, the op-level feature set,
+the exporters, whether ``dse schedule`` takes it, whether its arch takes a ``precision`` parameter.
+Nothing else registers a family or names one; the explorer, the spec, the surrogates and every command
+ask this table, so adding one is one entry below. The mappers' options (``template.mapper_options`` in a
+spec) are their dataclass fields, checked here with one clear message.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dse.errors import UserError
@@ -26,8 +28,10 @@ from hwmodels.systolic.model import SystolicModel
 from mappers.base import Mapper, MappingError
 from mappers.fpga import FpgaDataflowMapper
 from mappers.gpu import GpuTileMapper
+from mappers.multicore.balanced import MulticoreBalancedMapper
 from mappers.multicore.cpsat import MulticoreCpSatMapper
 from mappers.multicore.greedy import MulticoreGreedyMapper
+from mappers.rdu.cover import RduCoverMapper
 from mappers.rdu.sections import RduSectionMapper, RduUnfusedMapper
 from mappers.systolic.cpsat import CpSatMapper
 from mappers.systolic.fold import SystolicFoldMapper
@@ -39,14 +43,32 @@ from templates.multicore import MulticoreTemplate
 from templates.rdu import RduTemplate
 from templates.systolic import SystolicTemplate
 
+GPU_KIND = "gpu"  # the family of catalog GPUs: what `dse compare` and measured kernel tables are priced on
+HLS4ML = "hls4ml"  # the exporter name of hls4ml projects (``dse export``; synthesis reports read back)
+
+
+@dataclass(frozen=True)
+class SurrogateBasis:
+    """What the surrogates learn a family's expensive truth against: always its own cheap mappers."""
+
+    closed_form: str  # the mapper whose mapping, priced by the family's model, is the design-level baseline
+    # expensive mapper -> the cheap mapper of the same search, whose layers the layer-level surrogate corrects
+    layer_baselines: Mapping[str, str] = field(default_factory=dict)
+    # the op-level feature set (one row per distinct op) that learns the closed form's own truth, if any
+    op_features: str | None = None
+
 
 @dataclass(frozen=True)
 class Family:
-    """A hardware family: how to build, map and evaluate it."""
+    """A hardware family: how to build, map and evaluate it, and what else it supports."""
 
     template: Callable[[], Template]
     mappers: dict[str, Callable[..., Mapper]]  # first entry is the default
     hwmodel: Callable[[], HwModel]
+    surrogates: SurrogateBasis
+    exporters: tuple[str, ...] = ()  # ``dse export`` backends its designs can be written to
+    schedules: bool = False  # ``dse schedule`` tiles and checks its designs op by op
+    arch_precision: bool = False  # its cost models read the precision from the arch: a searchable template param
     # the accuracy model of a point's number formats on workload.data (graph, data path -> model); None: no
     # accuracy metrics for this family
     accuracy: AccuracyFactory | None = None
@@ -65,6 +87,11 @@ FAMILIES: dict[str, Family] = {
         # are chosen with template.mapper in a spec.
         mappers={"fold": SystolicFoldMapper, "cpsat": CpSatMapper, "greedy": GreedyMapper},
         hwmodel=SystolicModel,
+        surrogates=SurrogateBasis(
+            closed_form="fold", layer_baselines={"cpsat": "greedy", "greedy": "fold"}, op_features="systolic"
+        ),
+        schedules=True,
+        arch_precision=True,
         accuracy=PrecisionAccuracy.of_graph,  # the template's `precision` applied to the ONNX model
         doc="systolic array (ws/os/is), SCALE-Sim-validated",
     ),
@@ -72,27 +99,39 @@ FAMILIES: dict[str, Family] = {
         template=FpgaDataflowTemplate,
         mappers={"hls4ml": FpgaDataflowMapper},
         hwmodel=FpgaDataflowModel,
+        surrogates=SurrogateBasis(closed_form="hls4ml"),
+        exporters=(HLS4ML,),
         accuracy=FpgaAccuracy,  # the hls4ml network emulated bit for bit at each layer's precision
         doc="hls4ml-style FPGA layer pipeline",
     ),
-    "gpu": Family(
+    GPU_KIND: Family(
         template=GpuTemplate,
         mappers={"tile": GpuTileMapper},
         hwmodel=GpuModel,
+        surrogates=SurrogateBasis(closed_form="tile"),
         accuracy=PrecisionAccuracy.of_graph,
         doc="GPU: catalog parts or custom, threadblock tiling",
     ),
     "rdu": Family(
         template=RduTemplate,
-        mappers={"sections": RduSectionMapper, "unfused": RduUnfusedMapper},
+        # bound_cover: the section bound's best covers realised once, the surrogates' closed form
+        mappers={"sections": RduSectionMapper, "unfused": RduUnfusedMapper, "bound_cover": RduCoverMapper},
         hwmodel=RduModel,
+        surrogates=SurrogateBasis(closed_form="bound_cover"),
         accuracy=PrecisionAccuracy.of_graph,
         doc="reconfigurable dataflow unit: PCUs/PMUs, SRAM/HBM/DDR, fused sections",
     ),
     "multicore": Family(
         template=MulticoreTemplate,
-        mappers={"multicore": MulticoreCpSatMapper, "greedy": MulticoreGreedyMapper},
+        # balanced: the CP-SAT mapper's own hint (its seeds, load-balanced), the surrogates' closed form
+        mappers={
+            "multicore": MulticoreCpSatMapper,
+            "greedy": MulticoreGreedyMapper,
+            "balanced": MulticoreBalancedMapper,
+        },
         hwmodel=MulticoreModel,
+        surrogates=SurrogateBasis(closed_form="balanced"),
+        arch_precision=True,
         accuracy=PrecisionAccuracy.of_graph,
         doc="heterogeneous systolic cores on a bus/mesh with shared DRAM; CP-SAT layer/tile scheduling",
     ),
@@ -108,6 +147,35 @@ def family(kind: str) -> Family:
     if kind not in FAMILIES:
         raise KeyError(kind)
     return FAMILIES[kind]
+
+
+def layer_baseline(kind: str, truth_mapper: str | None) -> str | None:
+    """The cheap mapper whose layers the layer-level surrogate corrects toward ``truth_mapper`` (the family's
+    default when None), or None when that mapper has none."""
+    fam = family(kind)
+    return fam.surrogates.layer_baselines.get(truth_mapper or fam.default_mapper)
+
+
+def op_feature_set(kind: str, mapper: str | None) -> str | None:
+    """The op-level feature set that learns ``mapper``'s truth (the default when None), or None."""
+    fam = family(kind)
+    basis = fam.surrogates
+    return basis.op_features if (mapper or fam.default_mapper) == basis.closed_form else None
+
+
+def kinds_with_op_features() -> tuple[str, ...]:
+    """The families that have an op-level feature set."""
+    return tuple(kind for kind, fam in FAMILIES.items() if fam.surrogates.op_features)
+
+
+def kinds_exporting(exporter: str) -> tuple[str, ...]:
+    """The families whose designs ``exporter`` can write."""
+    return tuple(kind for kind, fam in FAMILIES.items() if exporter in fam.exporters)
+
+
+def kinds_scheduled() -> tuple[str, ...]:
+    """The families ``dse schedule`` takes."""
+    return tuple(kind for kind, fam in FAMILIES.items() if fam.schedules)
 
 
 def _option_fields(factory: Callable[..., Mapper]) -> list[dataclasses.Field]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import UserError
-from dse.registry import make_mapper, mapper_option_names
+from dse.registry import family, kinds_scheduled, make_mapper, mapper_option_names
 from dse.session import build_evaluator, full_point, parse_point
 from dse.space import DesignSpace
 from dse.spec import load_spec
@@ -31,9 +31,10 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     if args.time_limit <= 0:
         raise UserError(f"--time-limit must be a positive number of seconds, got {args.time_limit:g}")
     spec = load_spec(args.spec)
-    if spec.template.kind != "systolic":
+    if not family(spec.template.kind).schedules:
         raise UserError(
-            f"dse schedule tiles systolic designs; the spec's template is {spec.template.kind!r}",
+            f"dse schedule tiles {' and '.join(kinds_scheduled())} designs; the spec's template is "
+            f"{spec.template.kind!r}",
             where=spec.locate("template.kind"),
         )
     space = DesignSpace.from_spec(spec)

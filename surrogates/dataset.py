@@ -25,6 +25,7 @@ from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.executors import make_executor
 from dse.graph import Graph
+from dse.registry import kinds_with_op_features, op_feature_set
 from dse.workload import load_workload
 from surrogates.contract.features import ClosedForm
 from surrogates.contract.model import FEATURE_SET, ContractTask, contract_frame, is_contract
@@ -57,8 +58,9 @@ class WorkloadSpec:
 
 
 def feature_set(template_kind: str, mapper: str | None) -> str:
-    """ "systolic" (op rows, the vectorised closed form) for the systolic fold model, else "contract"."""
-    return "systolic" if template_kind == "systolic" and mapper in (None, "fold") else FEATURE_SET
+    """The family's op-level set (op rows, the vectorised closed form) where it learns ``mapper``'s truth (the
+    systolic fold model), else "contract"."""
+    return op_feature_set(template_kind, mapper) or FEATURE_SET
 
 
 def stratified_points(space: Any, n: int, seed: int) -> list[dict[str, Any]]:
@@ -139,7 +141,7 @@ def build_dataset(
     the baseline."""
     frames = []
     contract = (features or feature_set(template_kind, mapper)) == FEATURE_SET
-    if scalesim is not None and (template_kind != "systolic" or contract):
+    if scalesim is not None and (template_kind not in kinds_with_op_features() or contract):
         raise UserError(
             f"--truth scalesim simulates systolic arrays with the fold mapping, not template {template_kind!r} "
             f"with mapper {mapper!r}",

@@ -37,6 +37,7 @@ EXECUTIONS = ("graph", "eager")
 SPARSITY_MODES = ("dense", "2:4")  # 2:4: the sparse tensor cores run GEMMs whose weights carry a 2:4-compatible pattern
 CATALOG_ONLY = "catalog-only (assumed constants, no measurements)"
 DEFAULT_GPU = "h100_sxm"
+PART_PARAM = "gpu"  # the parameter naming the catalog part (and the column of measured kernel tables)
 # Parameters a catalog entry supplies and a point may override; ``gpu: custom`` needs every one.
 OVERRIDABLE = (
     "sms",
@@ -125,7 +126,7 @@ class GpuTemplate(Template):
         assumption = gpu_catalog.assumption
         return [
             Param(
-                "gpu",
+                PART_PARAM,
                 "str",
                 DEFAULT_GPU,
                 "catalog GPU (or an alias such as h100, a100) or 'custom'; " + ", ".join(names),

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from dse.registry import FAMILIES, HLS4ML
+
 ROOT = Path(__file__).resolve().parent.parent
 ROOMS = ("dse", "templates", "mappers", "hwmodels", "surrogates")
 MAX_LINES = 650
@@ -322,3 +324,55 @@ def test_the_script_checks_see_what_they_must():
     assert ("scalesim_runner", 3) in _imported_roots(tree)
     assert _names_a_file_of(tree, "benchmarks") == [4]
     assert _names_a_file_of(ast.parse('s = "calibrated on benchmarks/gpu_measure.py"'), "benchmarks") == []
+
+
+# ------------------------------------------------------------------------------------- the family table
+# Rooms that may name a template kind in code: the family table and the families' own rooms.
+KIND_ROOMS = ("dse/registry.py", "templates/", "hwmodels/", "mappers/")
+KIND_CHECKED = ("dse", "surrogates")
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """ids of the docstring constants of a module, its classes and its functions."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def test_only_the_family_rooms_name_a_template_kind():
+    """Code outside the registry, templates, hwmodels and mappers asks the family table instead of comparing
+    with a kind's name: a string constant equal to a kind (docstrings aside) is a family branch."""
+    kinds = set(FAMILIES)
+    found = []
+    for room in KIND_CHECKED:
+        for path in sorted((ROOT / room).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative.startswith(KIND_ROOMS):
+                continue
+            tree = ast.parse(path.read_text())
+            skip = _docstrings(tree)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and node.value in kinds and id(node) not in skip:
+                    found.append(f"{relative} line {node.lineno}: {node.value!r}")
+    assert not found, "template kinds named outside the family rooms (ask dse.registry):\n" + "\n".join(found)
+
+
+def test_every_family_declares_consistent_capabilities():
+    """Each capability names what the family has: its closed form and layer baselines are its own mappers
+    (the expensive one distinct from its baseline), its exporters are known, a precision it takes is a param."""
+    for kind, fam in FAMILIES.items():
+        assert fam.mappers and fam.default_mapper == next(iter(fam.mappers)), kind
+        assert fam.template().kind == kind, f"{kind}: its template names another kind"
+        basis = fam.surrogates
+        assert basis.closed_form in fam.mappers, f"{kind}: closed form {basis.closed_form!r} is not its mapper"
+        for truth, cheap in basis.layer_baselines.items():
+            assert truth in fam.mappers and cheap in fam.mappers and truth != cheap, f"{kind}: {truth} -> {cheap}"
+        assert basis.op_features is None or isinstance(basis.op_features, str), kind
+        assert set(fam.exporters) <= {HLS4ML}, f"{kind}: an exporter dse export does not know"
+        assert isinstance(fam.schedules, bool) and isinstance(fam.arch_precision, bool), kind
+        if fam.arch_precision:
+            assert "precision" in {p.name for p in fam.template().params()}, f"{kind}: no precision parameter"

@@ -4,16 +4,17 @@ its hint (the closed form the surrogates use), the period stage is exact, and sc
 from __future__ import annotations
 
 import itertools
+from dataclasses import fields
 
 import pytest
 
-from dse.registry import family
+from dse.registry import family, make_mapper
 from dse.zoo import build
 from mappers.multicore.balance import greedy_balance, improve, period
-from mappers.multicore.cpsat import seed_schedule, solve, solve_period
+from mappers.multicore.balanced import MulticoreBalancedMapper, balanced_schedule, closed_form_schedule
+from mappers.multicore.cpsat import MulticoreCpSatMapper, MulticoreOptions, seed_schedule, solve, solve_period
 from mappers.multicore.greedy import round_robin
 from mappers.multicore.problem import build_problem
-from surrogates.multicore_baseline import MulticoreBalancedMapper, balanced_schedule, closed_form_schedule
 
 
 def small_cnn_problem(num_cores: int = 3, **params):
@@ -67,3 +68,13 @@ def test_throughput_schedule_is_deterministic_when_the_limit_is_hit():
     mapping = MulticoreBalancedMapper(objective="throughput", max_layers=16).map(graph, arch)
     assert mapping.solver["status"] == "HEURISTIC"
     assert period(problem, a.layer_core) <= period(problem, mapping.solver["schedule"].layer_core)
+
+
+def test_balanced_mapper_is_chosen_by_name_and_shares_the_cpsat_defaults():
+    """One default per shared option (``MulticoreOptions``); a spec reaches the closed form as ``balanced``."""
+    shared = {f.name: f.default for f in fields(MulticoreOptions) if f.name != "name"}
+    for mapper in (MulticoreCpSatMapper, MulticoreBalancedMapper):
+        assert {f.name: f.default for f in fields(mapper) if f.name in shared} == shared
+    chosen = make_mapper("multicore", "balanced", {"objective": "throughput", "max_layers": 16})
+    assert chosen == MulticoreBalancedMapper(objective="throughput", max_layers=16)
+    assert family("multicore").surrogates.closed_form == "balanced"

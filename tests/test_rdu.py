@@ -79,7 +79,7 @@ def test_template_overrides_and_errors_name_the_parameter() -> None:
         rdu(tech="asic-3nm")
     with pytest.raises(TemplateError, match="pcus"):
         rdu(pcus=0)
-    assert set(family("rdu").mappers) == {"sections", "unfused"}
+    assert set(family("rdu").mappers) == {"sections", "unfused", "bound_cover"}
 
 
 def test_area_reproduces_plasticine_and_scales_with_the_design() -> None:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from dse.registry import family
 from dse.zoo.transformers import gpt2
 from hwmodels.rdu.cost import plan_cost
 from hwmodels.rdu.model import RduModel
+from mappers.rdu.cover import RduCoverMapper
 from mappers.rdu.exact import cover_plan, solve_exact
 from mappers.rdu.heuristics import unfused_plan
 from mappers.rdu.problem import build_problem
-from surrogates.contract.features import BASELINE_MAPPERS, ClosedForm
-from surrogates.rdu_baseline import RduCoverMapper
+from surrogates.contract.features import ClosedForm
 from tests.test_rdu_node import rdu
 
 
@@ -31,7 +32,8 @@ def test_cover_plan_lies_between_the_bound_and_the_unfused_plan_and_above_the_ex
 def test_closed_form_reports_its_plan_and_the_proven_bound_deterministically() -> None:
     graph = gpt2(elem_bytes=2, phase="decode", num_layers=1, kv_len=256)
     arch = rdu(pcus=260, pmus=260, sram_mb=130)
-    assert BASELINE_MAPPERS["rdu"] is RduCoverMapper
+    rdu_family = family("rdu")
+    assert rdu_family.mappers[rdu_family.surrogates.closed_form] is RduCoverMapper
     mapping = RduCoverMapper().map(graph, arch)
     metrics = RduModel().evaluate(mapping, arch)
     solver = mapping.solver

@@ -265,7 +265,9 @@ def _check_architecture_space(s: DesignSpace) -> None:
 def test_architecture_example_space(monkeypatch: pytest.MonkeyPatch) -> None:
     from dse import registry
 
-    fam = registry.Family(template=ArrayTemplate, mappers={"none": object}, hwmodel=object)
+    fam = registry.Family(
+        template=ArrayTemplate, mappers={"none": object}, hwmodel=object, surrogates=registry.SurrogateBasis("none")
+    )
     monkeypatch.setattr(registry, "families", lambda: {"systolic": fam})
     data = yaml.safe_load(ARCH_EXAMPLE.read_text())
     spec = SimpleNamespace(template=SimpleNamespace(kind="systolic", params=data["template"]["params"]))

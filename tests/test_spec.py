@@ -94,7 +94,10 @@ def toy(monkeypatch: pytest.MonkeyPatch) -> None:
         except ImportError:
             fams = {}
         fams["toy"] = registry.Family(
-            template=ToyTemplate, mappers={"plain": ToyMapper, "alt": ToyMapper}, hwmodel=ToyModel
+            template=ToyTemplate,
+            mappers={"plain": ToyMapper, "alt": ToyMapper},
+            hwmodel=ToyModel,
+            surrogates=registry.SurrogateBasis(closed_form="plain"),
         )
         return fams
 

@@ -12,15 +12,16 @@ from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.evaluators import make_evaluation
 from dse.explore import explore
-from dse.registry import family
+from dse.registry import family, layer_baseline
 from dse.spec import parse_spec
 from dse.zoo import build
+from mappers.multicore.balanced import balanced_schedule
 from mappers.multicore.cpsat import seed_schedule
 from mappers.multicore.problem import build_problem
 from mappers.multicore.schedule import core_loads
 from surrogates.contract.features import (
-    BASELINE_MAPPERS,
     ClosedForm,
+    closed_form_mapper,
     contract_features,
     contract_schema,
     param_feature_names,
@@ -30,8 +31,7 @@ from surrogates.contract.model import ContractSurrogate, correction_helps, is_co
 from surrogates.dataset import WorkloadSpec, build_dataset, feature_set, stratified_points
 from surrogates.evaluate import baseline_accuracy, design_accuracy
 from surrogates.layer.dataset import build_layer_dataset
-from surrogates.layer.model import LayerSurrogate, feature_names, is_layer, layer_baseline
-from surrogates.multicore_baseline import balanced_schedule
+from surrogates.layer.model import LayerSurrogate, feature_names, is_layer
 from surrogates.protocol import fit_surrogate, load_surrogate
 
 POINTS = {
@@ -44,7 +44,7 @@ POINTS = {
 
 
 def test_every_registered_family_has_a_closed_form():
-    assert set(supported_templates()) == set(POINTS) == set(BASELINE_MAPPERS)
+    assert set(supported_templates()) == set(POINTS)
     from dse.registry import families
 
     assert set(families()) <= set(supported_templates()), "a new family needs a closed form in the contract"
@@ -59,11 +59,10 @@ def test_contract_rows_follow_the_schema_and_the_closed_form(kind: str):
     assert rows.names == schema["features"]
     assert rows.matrix.shape == (len(points), len(schema["features"]))
     assert not rows.failed.any()
-    mapper = BASELINE_MAPPERS[kind]
-    if isinstance(mapper, str):  # the closed form is the family's cheap mapper through its own model
-        for i, point in enumerate(points):
-            exact = PointEvaluator(graph, kind, mapper)(point)
-            assert rows.baseline["latency_ms"][i] == pytest.approx(exact["latency_ms"], rel=1e-12)
+    mapper = closed_form_mapper(kind)  # the closed form is the family's cheap mapper through its own model
+    for i, point in enumerate(points):
+        exact = PointEvaluator(graph, kind, mapper)(point)
+        assert rows.baseline["latency_ms"][i] == pytest.approx(exact["latency_ms"], rel=1e-12)
     # every template parameter is a column: one that appears later needs no code here
     template = family(kind).template()
     assert len(param_feature_names(template)) >= len(template.params())

@@ -27,6 +27,7 @@ import plotly.io as pio
 import plotly.offline
 
 from dse.objectives import Constraint, Objective
+from dse.registry import GPU_KIND
 from dse.report.data import (
     REQUIRED_POINT_COLUMNS,
     ReportData,
@@ -312,7 +313,7 @@ def comparison_section(comparison) -> Section:
     table = _table_html(
         summary,
         [c for c in _COMPARISON_COLUMNS if c[0] in summary.columns],
-        row_class=lambda row: "" if row["kind"] == "gpu" else "knee",
+        row_class=lambda row: "" if row["kind"] == GPU_KIND else "knee",
     )
     body = f'<div class="table-wrap">{table}</div>'
     body += "".join(_figure_html(fig, div_id) for div_id, fig in comparison.figures)

@@ -152,10 +152,6 @@ def _check_workload(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
             problems.append((("workload", key), f"{model} does not take option {key!r}; it takes: {takes}"))
 
 
-# templates whose cost models read the precision from the arch alone, so it may be a searched template param
-ARCH_PRECISION_KINDS = ("systolic", "multicore")
-
-
 def _check_workload_data(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
     """``workload.data``: an .npz next to a trained .onnx model, for a family with an accuracy model; accuracy
     metrics need it. Its content (arrays, shapes, labels against the model) is checked where it is read, by the
@@ -329,7 +325,7 @@ def _check_template(spec: Spec, problems: list[tuple[Loc, str]], tech_ok: bool) 
         if name not in params:
             problems.append((loc, f"{name!r} is not a parameter of {kind}; its parameters are: {', '.join(params)}"))
             continue
-        if name == "precision" and kind not in ARCH_PRECISION_KINDS:
+        if name == "precision" and not family.arch_precision:
             problems.append((loc, "precision is the workload's; set workload.precision instead"))
             continue
         if name == "precision" and "precision" in spec.workload.model_fields_set:

@@ -1,5 +1,5 @@
 """Local search over layer -> core assignments: what the CP-SAT mapper starts from, and the multicore
-closed form the surrogates use (``surrogates.multicore_baseline``) without a solver.
+closed form the surrogates use (``mappers.multicore.balanced``) without a solver.
 
 The throughput objective's first term, the pipelined period, is a function of the assignment alone (the
 most loaded core or the DRAM, ``schedule.core_loads``): a min-max assignment problem. Largest layer first

@@ -68,8 +68,8 @@ MAKESPAN_SHARE = 0.1
 
 
 @dataclass
-class MulticoreCpSatMapper:
-    """CP-SAT layer-to-core assignment and tile scheduling (module docstring)."""
+class MulticoreOptions:
+    """The options the CP-SAT mapper shares with the mappers that start from it (``balanced``): one default each."""
 
     name: str = "multicore"
     objective: str = "latency"  # latency | throughput | energy | edp
@@ -77,8 +77,6 @@ class MulticoreCpSatMapper:
     gap_limit: float = 0.01  # stop once the relative gap to the proven bound is at most this (0: prove optimality)
     fusion_tiles: int = 1  # 1 = layer by layer; N = each layer cut into N row bands (layer fusion)
     max_layers: int = 40  # neighbouring layers are merged down to this many (keeps the model small)
-    workers: int = 1
-    seed: int = 0
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -87,6 +85,14 @@ class MulticoreCpSatMapper:
             raise MappingError(f"time_limit_s={self.time_limit_s} must be > 0")
         if not 0 <= self.gap_limit < 1:
             raise MappingError(f"gap_limit={self.gap_limit} must be in [0, 1)")
+
+
+@dataclass
+class MulticoreCpSatMapper(MulticoreOptions):
+    """CP-SAT layer-to-core assignment and tile scheduling (module docstring)."""
+
+    workers: int = 1
+    seed: int = 0
 
     def map(self, graph: Graph, arch: MulticoreArch) -> Mapping:
         problem = build_problem(graph, arch, self.fusion_tiles, self.max_layers)

@@ -37,5 +37,6 @@ exact linearisation (same integer picoseconds), the hardware model and the brute
 Modules: ``problem`` (the section problem of a graph), ``threshold`` (section compute bounds and knapsacks),
 ``bound`` (the cover bound), ``exact`` (bounds to plans), ``placement`` (tiers for fixed sections),
 ``heuristics`` (unfused and fused DP plans), ``cpsat`` (the one-model CP-SAT), ``bruteforce`` (the reference on
-small graphs), ``sections`` (the two mappers).
+small graphs), ``sections`` (the two mappers), ``cover`` (the bound's covers realised once: the closed form the
+surrogates learn against).
 """

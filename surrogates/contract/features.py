@@ -6,11 +6,11 @@ A row per design point holds
 - the template's parameters (``param_features``: every ``Template.params()`` entry, numbers on a log
   scale, choices one-hot, free strings as a stable code), so a parameter a template gains later
   becomes a column without code here;
-- the template's closed-form estimate (``BASELINE_MAPPERS``: the family's cheap mapper through its own
-  hardware model -- the systolic fold closed forms, the RDU's section lower bound with its best covers
-  realised (``surrogates.rdu_baseline``), the GPU kernel cost, the FPGA analytical resources, the
-  multicore scheduler's own seed schedule, load-balanced (``surrogates.multicore_baseline``)): its metrics
-  on a log scale and the per-layer shares of where its cycles go.
+- the template's closed-form estimate (``closed_form_mapper``: the family's cheap mapper, named in the
+  family table, through its own hardware model -- the systolic fold closed forms, the RDU's section lower
+  bound with its best covers realised (``mappers.rdu.cover``), the GPU kernel cost, the FPGA analytical
+  resources, the multicore scheduler's own seed schedule, load-balanced (``mappers.multicore.balanced``)):
+  its metrics on a log scale and the per-layer shares of where its cycles go.
 
 The surrogate learns ``log(truth / baseline)`` per metric: the truth is the expensive evaluator (CP-SAT
 mapper, section solver, multicore scheduler, or a measurement), the baseline is what is cheap.
@@ -21,17 +21,15 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from dse.graph import Graph, OpKind
-from dse.registry import family, make_mapper, mapper_option_names
+from dse.registry import FAMILIES, family, make_mapper, mapper_option_names
 from hwmodels.base import Metrics
 from mappers.systolic.fold import ARRAY_KINDS, lower_op
-from surrogates.multicore_baseline import MulticoreBalancedMapper
-from surrogates.rdu_baseline import RduCoverMapper
 from templates.base import Param, Template
 
 CONTRACT_VERSION = 1
@@ -68,18 +66,14 @@ CONTRACT_METRICS = (
 LAYER_FEATURES = ("b_share_array_cycles", "b_share_stall_cycles", "b_mean_utilization", "b_log_dram_bytes")
 
 
-# the cheap mapper whose mapping the family's own model prices: the closed-form estimate
-BASELINE_MAPPERS: dict[str, Any] = {
-    "systolic": "fold",
-    "rdu": RduCoverMapper,
-    "gpu": "tile",
-    "fpga_dataflow": "hls4ml",
-    "multicore": MulticoreBalancedMapper,
-}
+def closed_form_mapper(template_kind: str) -> str:
+    """The cheap mapper whose mapping the family's own model prices: the closed-form estimate."""
+    return family(template_kind).surrogates.closed_form
 
 
 def supported_templates() -> tuple[str, ...]:
-    return tuple(BASELINE_MAPPERS)
+    """Every family: each names its closed form in the family table."""
+    return tuple(FAMILIES)
 
 
 # ----------------------------------------------------------------------------------------------- graph
@@ -167,7 +161,7 @@ def param_features(template: Template, points: Sequence[Mapping[str, Any]], fixe
 
 @dataclass
 class ClosedForm:
-    """The family's closed-form evaluator (``BASELINE_MAPPERS``) on one graph: point -> Metrics.
+    """The family's closed-form evaluator (``closed_form_mapper``) on one graph: point -> Metrics.
 
     ``options`` are the truth mapper's options; the closed form takes those it shares (the objective)."""
 
@@ -177,13 +171,10 @@ class ClosedForm:
     options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.template_kind not in BASELINE_MAPPERS:
-            raise KeyError(self.template_kind)
         fam = family(self.template_kind)
-        mapper = BASELINE_MAPPERS[self.template_kind]
         self._template = fam.template()
         shared = baseline_options(self.template_kind, self.options)
-        self._mapper = make_mapper(self.template_kind, mapper, shared) if isinstance(mapper, str) else mapper(**shared)
+        self._mapper = make_mapper(self.template_kind, fam.surrogates.closed_form, shared)
         self._hwmodel = fam.hwmodel()
 
     def __call__(self, point: Mapping[str, Any]) -> Metrics:
@@ -196,12 +187,7 @@ class ClosedForm:
 
 def baseline_options(template_kind: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """The truth mapper's options the family's closed-form mapper also has (its objective, its layer cap)."""
-    mapper = BASELINE_MAPPERS[template_kind]
-    allowed = (
-        set(mapper_option_names(template_kind, mapper))
-        if isinstance(mapper, str)
-        else {f.name for f in fields(mapper) if f.name != "name"}
-    )
+    allowed = mapper_option_names(template_kind, closed_form_mapper(template_kind))
     return {k: v for k, v in options.items() if k in allowed}
 
 
@@ -280,5 +266,5 @@ def contract_schema(template_kind: str) -> dict[str, Any]:
         "contract": CONTRACT_VERSION,
         "template": template_kind,
         "features": list(GRAPH_FEATURES) + param_feature_names(template) + baseline_feature_names(),
-        "baseline_mapper": str(getattr(BASELINE_MAPPERS[template_kind], "name", BASELINE_MAPPERS[template_kind])),
+        "baseline_mapper": closed_form_mapper(template_kind),
     }

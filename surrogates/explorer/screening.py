@@ -1,7 +1,7 @@
 """``evaluator: hybrid``: screen the space with a tree ensemble, evaluate exactly only what may lie on the front.
 
 It evaluates an initial sample exactly (half on the closed form's own front for contract templates --
-``surrogates.contract.features.BASELINE_MAPPERS`` ranks like the expensive mapper -- half at random), fits an
+the family table's ``closed_form`` ranks like the expensive mapper -- half at random), fits an
 ensemble of extremely randomised trees on those designs (per op for the systolic fold model, per design
 on the feature contract otherwise), predicts every candidate with every tree, and evaluates exactly the
 candidates whose *optimistic* prediction (mean - kappa * spread across trees, in log space) is feasible

@@ -1,11 +1,12 @@
 """What the hybrid screens each candidate from, the forest that learns the truth's correction of it, and
 the rules that pick what to evaluate exactly (dominance by the exact front, front layers, the batch).
 
-Two bases: the design-level feature contract (``surrogates.contract.features``: the family's closed form, one row
-per design) and, where the truth mapper has a cheap mapper of the same search (``layer.model.LAYER_BASELINES``:
-the greedy schedule the CP-SAT systolic scheduler starts from), the layer-level contract: one row per
-(design, layer), a design the sum of its layers. On the CP-SAT systolic space the layer baseline alone is
-within 6 % of the truth's latency (the fold closed form: 45 %), so the forest only learns a small residual.
+Two bases: the design-level feature contract (``surrogates.contract.features``: the family's closed form, one row per
+design) and, where the truth mapper has a cheap mapper of the same search (the family table's
+``layer_baselines``: the greedy schedule the CP-SAT systolic scheduler starts from), the layer-level contract:
+one row per (design, layer), a design the sum of its layers. On the CP-SAT systolic space the layer baseline
+alone is within 6 % of the truth's latency (the fold closed form: 45 %), so the forest only learns a small
+residual.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import pandas as pd
 from dse.evaluate import PointEvaluator
 from dse.graph import Graph
 from dse.pareto import pareto_mask
+from dse.registry import layer_baseline, op_feature_set
 from hwmodels.base import Metrics
 from surrogates.contract.features import baseline_row
-from surrogates.dataset import feature_set
-from surrogates.layer.model import LayerSurrogate, baseline_result, layer_baseline, layer_frame
+from surrogates.layer.model import LayerSurrogate, baseline_result, layer_frame
 from surrogates.learning import DESIGN_TARGETS
 
 
@@ -57,7 +58,7 @@ def layer_closed_row(baseline: PointEvaluator, point: Mapping[str, Any]) -> Clos
 def screens_by_layer(template_kind: str, mapper: str | None) -> bool:
     """Whether the hybrid screens a space on the layer basis: the truth is an expensive mapper (not the
     family's closed form) with a cheap mapper of the same search to correct per layer."""
-    return feature_set(template_kind, mapper) != "systolic" and layer_baseline(template_kind, mapper) is not None
+    return op_feature_set(template_kind, mapper) is None and layer_baseline(template_kind, mapper) is not None
 
 
 @dataclass

@@ -1,13 +1,13 @@
 """Layer-level contract: learn the expensive mapper's correction per layer, where its truth decomposes.
 
-A design-level regressor trained on a handful of networks extrapolates on a new one. An expensive mapper
-whose latency is a sum over layers (the systolic CP-SAT scheduler: per op, the exact tiling and which
-operands stay resident) is learned one (design, layer) row at a time instead: the baseline is the family's
-*cheap mapper of the same search* (``LAYER_BASELINES``: the greedy schedule the CP-SAT solver starts from,
+A design-level regressor trained on a handful of networks extrapolates on a new one. An expensive mapper whose
+latency is a sum over layers (the systolic CP-SAT scheduler: per op, the exact tiling and which operands stay
+resident) is learned one (design, layer) row at a time instead: the baseline is the family's *cheap mapper of
+the same search* (the family table's ``layer_baselines``: the greedy schedule the CP-SAT solver starts from,
 priced by the same hardware model), and the surrogate learns ``log(truth_layer / baseline_layer)`` from the
 layer's loop dims, its tensor sizes over the on-chip capacity, the template's parameters and the baseline
-layer's own figures. An op is an op whatever network it sits in, so the correction transfers to networks
-never trained on. A design's cycles are the sum of its predicted layers; energy scales with them.
+layer's own figures. An op is an op whatever network it sits in, so the correction transfers to networks never
+trained on. A design's cycles are the sum of its predicted layers; energy scales with them.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pandas as pd
 from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.graph import Graph, OpKind
-from dse.registry import family, mapper_option_names
+from dse.registry import family, layer_baseline, mapper_option_names
 from hwmodels.base import Metrics
 from mappers.systolic.fold import ARRAY_KINDS, lower_op
 from surrogates.contract.features import param_feature_names, param_features
@@ -34,12 +34,6 @@ from surrogates.learning import DESIGN_TARGETS, from_target, make_regressor, sav
 
 LAYER_SET = "layer"
 LAYER_VERSION = 1
-# (template, truth mapper) -> the cheap mapper of the same search space: the baseline per layer
-LAYER_BASELINES = {
-    ("systolic", "cpsat"): "greedy",
-    ("systolic", "bruteforce"): "greedy",
-    ("systolic", "greedy"): "fold",
-}
 OP_FEATURES = (
     "l_is_conv",
     "l_is_matmul",
@@ -67,12 +61,6 @@ BASE_FEATURES = (
     "lb_log_energy_pj",
     "lb_cycle_share",
 )
-
-
-def layer_baseline(template_kind: str, truth_mapper: str | None) -> str | None:
-    """The cheap mapper a truth mapper is corrected from (None: the template has no layer baseline)."""
-    name = truth_mapper or family(template_kind).default_mapper
-    return LAYER_BASELINES.get((template_kind, name))
 
 
 def baseline_evaluator(

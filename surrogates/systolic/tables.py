@@ -18,7 +18,7 @@ import numpy as np
 
 from dse.errors import UserError
 from dse.graph import Graph, OpKind
-from dse.registry import family
+from dse.registry import family, kinds_with_op_features
 from hwmodels.catalogs.tech import tech_names
 from hwmodels.systolic.batch import GemmShapes
 from hwmodels.systolic.pricing import INTEGRATION_OVERHEAD, bank_kib, sram_pj_per_byte, tech_constants
@@ -38,7 +38,7 @@ from templates.systolic import (
 
 OP_KINDS = tuple(k.value for k in OpKind)
 DATAFLOWS = ("os", "ws", "is")  # the feature order (df_os, df_ws, df_is); the template lists them ws first
-SUPPORTED_TEMPLATES = ("systolic",)
+SUPPORTED_TEMPLATES = kinds_with_op_features()  # the families these op-level features describe
 
 # op-side columns (one row per distinct op of a graph)
 OP_FEATURES = (

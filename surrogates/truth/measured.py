@@ -33,6 +33,7 @@ import pandas as pd
 from dse.choices import MEASURED_SOURCE_KINDS
 from dse.errors import UserError
 from dse.graph import Graph, GraphBuilder
+from dse.registry import GPU_KIND, HLS4ML, kinds_exporting
 from dse.rundir import open_run
 from hwmodels.catalogs.fpga import HLS_REPORT_KEYS, HLS_REPORT_LEGACY_DSP_KEY
 from hwmodels.gpu.calibrate import PLAIN_COLUMNS, Measurement, read_llmcompass
@@ -40,7 +41,9 @@ from surrogates.contract.features import ClosedForm, baseline_row
 from surrogates.contract.model import contract_frame
 from surrogates.dataset import workloads_from_args
 from surrogates.truth.wa_hls4ml import read_wa_hls4ml
+from templates.gpu import PART_PARAM
 
+(HLS4ML_KIND,) = kinds_exporting(HLS4ML)  # the family hls4ml writes: wa-hls4ml runs and synthesis reports are its
 # the hls4ml configuration of every wa-hls4ml run (README of ../shared/data/wa-hls4ml): Resource strategy,
 # io_parallel, xcu250, data ap_fixed<16,6>, QKeras weights quantized_bits(prec, 0) = ap_fixed<prec,1>
 WA_HLS4ML_FIXED = {
@@ -51,7 +54,7 @@ WA_HLS4ML_FIXED = {
     "integer": 6,
     "weight_integer": 1,
 }
-GPU_REQUIRED = ("gpu", "precision", "op", "M", "N", "K", "count", "latency_s")
+GPU_REQUIRED = (PART_PARAM, "precision", "op", "M", "N", "K", "count", "latency_s")
 GPU_OPS = ("gemm", "conv", "attention", "softmax", "layernorm", "gelu")
 EXTRA_METRICS = ("ii_cycles",)  # measured and modelled, kept beside the contract's metrics
 
@@ -162,7 +165,7 @@ def wa_hls4ml_rows(path: Path) -> pd.DataFrame:
         ]
         frames.append(
             measured_frame(
-                "fpga_dataflow", dense_graph(widths), str(network), WA_HLS4ML_FIXED, designs, "wa-hls4ml", str(network)
+                HLS4ML_KIND, dense_graph(widths), str(network), WA_HLS4ML_FIXED, designs, "wa-hls4ml", str(network)
             )
         )
     return pd.concat(frames, ignore_index=True)
@@ -183,9 +186,9 @@ def report_rows(run_dir: Path) -> pd.DataFrame:
     with open_run(run_dir) as (store, spec):
         stored = store.synthesis()
         by_id = {r.point_id: r for r in store.records()}
-    if spec.template.kind != "fpga_dataflow":
+    if spec.template.kind != HLS4ML_KIND:
         raise UserError(
-            f"explores {spec.template.kind}; synthesis reports come from fpga_dataflow runs", where=str(run_dir)
+            f"explores {spec.template.kind}; synthesis reports come from {HLS4ML_KIND} runs", where=str(run_dir)
         )
     if not stored:
         raise UserError(
@@ -209,7 +212,7 @@ def report_rows(run_dir: Path) -> pd.DataFrame:
             MeasuredDesign(point, fpga_truth(numbers["latency_cycles"], numbers["ii_cycles"], clock, resources))
         )
     graph = workload.build(spec.base_dir)
-    return measured_frame("fpga_dataflow", graph, workload.label, fixed, designs, f"reports:{run_dir}", workload.label)
+    return measured_frame(HLS4ML_KIND, graph, workload.label, fixed, designs, f"reports:{run_dir}", workload.label)
 
 
 # ----------------------------------------------------------------------------------------------- GPU kernels
@@ -263,7 +266,8 @@ def read_gpu_csv(path: Path) -> tuple[list[Measurement], list[str]]:
         name = r.get("name", "")
         families.append(r.get("family") or (f"{r['op']}/{name.split('_')[0]}" if name else r["op"]))
         method = r.get("method") or "eager"
-        rows.append(Measurement(r["gpu"], r["precision"], r["op"], **dims, seconds=seconds, method=method, name=name))
+        part = r[PART_PARAM]
+        rows.append(Measurement(part, r["precision"], r["op"], **dims, seconds=seconds, method=method, name=name))
     return rows, families
 
 
@@ -292,7 +296,7 @@ def gpu_rows(measurements: Sequence[Measurement], families: Sequence[str], sourc
         designs = [
             MeasuredDesign(
                 {
-                    "gpu": measurements[i].gpu,
+                    PART_PARAM: measurements[i].gpu,
                     "precision": measurements[i].precision,
                     "execution": "eager" if measurements[i].eager else "graph",
                 },
@@ -301,7 +305,7 @@ def gpu_rows(measurements: Sequence[Measurement], families: Sequence[str], sourc
             for i in index
         ]
         graph = kernel_graph(measurements[index[0]])
-        frames.append(measured_frame("gpu", graph, label, {}, designs, source, family))
+        frames.append(measured_frame(GPU_KIND, graph, label, {}, designs, source, family))
     return pd.concat(frames, ignore_index=True)
 
 

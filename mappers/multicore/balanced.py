@@ -1,5 +1,6 @@
-"""A cheap closed form of what the multicore CP-SAT scheduler achieves: the schedule the solver itself
-starts from, without its scheduling model.
+"""The balanced multicore mapper: a cheap closed form of what the CP-SAT scheduler achieves, the schedule the
+solver itself starts from, without its scheduling model (the surrogates' closed form for the multicore family;
+``template.mapper: balanced``).
 
 The CP-SAT mapper's throughput objective minimises the pipelined period (the most loaded core or the DRAM,
 ``mappers.multicore.schedule.core_loads``) and then the makespan; its latency objective the makespan. Its
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 from dse.graph import Graph
 from mappers.base import Mapping
-from mappers.multicore.cpsat import period_schedule, period_stage_limit, seed_schedule
+from mappers.multicore.cpsat import MulticoreOptions, period_schedule, period_stage_limit, seed_schedule
 from mappers.multicore.problem import Problem, build_problem
 from mappers.multicore.schedule import Schedule, to_mapping
 from templates.multicore import MulticoreArch
@@ -37,15 +38,11 @@ def closed_form_schedule(problem: Problem, objective: str, time_limit_s: float, 
 
 
 @dataclass
-class MulticoreBalancedMapper:
-    """The multicore closed form for the surrogates: the solver's own hint (module docstring)."""
+class MulticoreBalancedMapper(MulticoreOptions):
+    """The solver's own hint (module docstring). Its options and their defaults are the CP-SAT mapper's:
+    ``time_limit_s`` is the truth mapper's, so the period stage gets the share it gets there."""
 
     name: str = "balanced"
-    objective: str = "latency"
-    fusion_tiles: int = 1
-    max_layers: int = 40
-    time_limit_s: float = 10.0  # the truth mapper's: the period stage gets the share it gets there
-    gap_limit: float = 0.01
 
     def map(self, graph: Graph, arch: MulticoreArch) -> Mapping:
         problem = build_problem(graph, arch, self.fusion_tiles, self.max_layers)

@@ -1,4 +1,5 @@
-"""A cheap closed form of what the RDU section mapper returns: the proven bound's best covers, realised once.
+"""The RDU cover mapper: a cheap closed form of what the section mapper returns, the proven bound's best
+covers realised once (the surrogates' closed form for the RDU family; ``template.mapper: bound_cover``).
 
 The exact mapper (``mappers.rdu.exact.solve_exact``) computes a lower bound per PMU interval whose attaining
 covers are the plans it tries, then refines the open intervals for up to ``MAX_STEPS`` steps. Its answer is
@@ -26,7 +27,7 @@ COVERS = 1  # interval bounds whose covers are realised (a second changed no pla
 
 @dataclass
 class RduCoverMapper:
-    """The RDU closed form for the surrogates: the bound's covers realised (module docstring). Its ``solver``
+    """The bound's covers realised (module docstring): the RDU closed form of the surrogates. Its ``solver``
     facts carry the plan's latency (``value``) and the proven lower bound (``bound``), in ps."""
 
     name: str = "bound_cover"
