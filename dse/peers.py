@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dse.evaluate import PointEvaluator, Trace
+from dse.registry import HLS4ML, SCALESIM, kinds_exporting, kinds_simulated_by
 from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, arch_point, layer_figures, layer_graph
 from mappers.payloads import FoldPlan
 from surrogates.truth.measured import WA_HLS4ML_FIXED, dense_graph
@@ -31,13 +32,16 @@ WA_HLS4ML_ALLOWED_MEDIAN_APE = {
     "bram": 0.20,
 }
 
+(SCALESIM_KIND,) = kinds_simulated_by(SCALESIM)  # the family SCALE-Sim runs (its configs are our points)
+(HLS4ML_KIND,) = kinds_exporting(HLS4ML)  # the family whose projects wa-hls4ml synthesized
+
 
 # ---------------------------------------------------------------------------------------------------
 # SCALE-Sim
 # ---------------------------------------------------------------------------------------------------
 def scalesim_trace(layers: list[ScaleSimLayer], cfg: ScaleSimConfig) -> Trace:
     """The design equivalent to ``cfg`` evaluated on one conv op per layer (arch, fold mapping, metrics)."""
-    return PointEvaluator(layer_graph(layers), "systolic", "fold").trace(arch_point(cfg))
+    return PointEvaluator(layer_graph(layers), SCALESIM_KIND, "fold").trace(arch_point(cfg))
 
 
 def scalesim_predict(layers: list[ScaleSimLayer], cfg: ScaleSimConfig) -> list[dict[str, Any]]:
@@ -74,7 +78,7 @@ def wa_hls4ml_traces(frame: pd.DataFrame) -> list[Trace]:
         key = (*widths, int(prec), int(rf), float(clock))
         if key not in traces:
             if widths not in evaluators:
-                evaluators[widths] = PointEvaluator(dense_graph(widths), "fpga_dataflow", "hls4ml")
+                evaluators[widths] = PointEvaluator(dense_graph(widths), HLS4ML_KIND, HLS4ML)
             traces[key] = evaluators[widths].trace(wa_hls4ml_point(prec, rf, clock))
         out.append(traces[key])
     return out

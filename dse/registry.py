@@ -45,6 +45,7 @@ from templates.systolic import SystolicTemplate
 
 GPU_KIND = "gpu"  # the family of catalog GPUs: what `dse compare` and measured kernel tables are priced on
 HLS4ML = "hls4ml"  # the exporter name of hls4ml projects (``dse export``; synthesis reports read back)
+SCALESIM = "scalesim"  # the peer simulator SCALE-Sim (validation, ``--truth scalesim``)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class Family:
     exporters: tuple[str, ...] = ()  # ``dse export`` backends its designs can be written to
     schedules: bool = False  # ``dse schedule`` tiles and checks its designs op by op
     arch_precision: bool = False  # its cost models read the precision from the arch: a searchable template param
+    simulators: tuple[str, ...] = ()  # peer simulators that run its designs (their configs map to its points)
     # the accuracy model of a point's number formats on workload.data (graph, data path -> model); None: no
     # accuracy metrics for this family
     accuracy: AccuracyFactory | None = None
@@ -91,6 +93,7 @@ FAMILIES: dict[str, Family] = {
             closed_form="fold", layer_baselines={"cpsat": "greedy", "greedy": "fold"}, op_features="systolic"
         ),
         schedules=True,
+        simulators=(SCALESIM,),
         arch_precision=True,
         accuracy=PrecisionAccuracy.of_graph,  # the template's `precision` applied to the ONNX model
         doc="systolic array (ws/os/is), SCALE-Sim-validated",
@@ -171,6 +174,11 @@ def kinds_with_op_features() -> tuple[str, ...]:
 def kinds_exporting(exporter: str) -> tuple[str, ...]:
     """The families whose designs ``exporter`` can write."""
     return tuple(kind for kind, fam in FAMILIES.items() if exporter in fam.exporters)
+
+
+def kinds_simulated_by(simulator: str) -> tuple[str, ...]:
+    """The families whose designs the peer ``simulator`` runs."""
+    return tuple(kind for kind, fam in FAMILIES.items() if simulator in fam.simulators)
 
 
 def kinds_scheduled() -> tuple[str, ...]:
