@@ -21,6 +21,7 @@ from dse import compare, export, schedule, zoo
 from dse.describe import workload_lines
 from dse.errors import EXIT_USER_ERROR, UserError
 from dse.explore import explore
+from dse.files import atomic_write
 from dse.graph import GraphError
 from dse.registry import families, mapper_option_names
 from dse.runs import list_runs, rebuild_report
@@ -76,8 +77,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print(f"  {name:<22} {value:>14.6g} {unit}")
     if args.layers:
         frame = pd.DataFrame([layer.row() for layer in metrics.layers])
-        Path(args.layers).parent.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(args.layers, index=False)
+        atomic_write(args.layers, lambda path: frame.to_csv(path, index=False))
         print(f"wrote {len(frame)} layers to {args.layers}")
     return 0
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from dse.finish import atomic_write
+from dse.files import atomic_write_text
 from dse.graph import Graph
 from dse.quant.accuracy import csim_accuracy
 from dse.quant.data import output_agreement
@@ -181,8 +181,8 @@ def _write_project(design, config, layers, plan, out: Path, run_dir: Path, backe
         report["csim"] = _csim(model, plan, design)
         report["csim"].update(csim_accuracy(model, design, config))  # on workload.data, if any
     readme = _readme(report, design)
-    atomic_write(out / "README.md", lambda path: path.write_text(readme))
-    atomic_write(out / REPORT_FILE, lambda path: path.write_text(json.dumps(report, indent=2, default=str)))
+    atomic_write_text(out / "README.md", readme)
+    atomic_write_text(out / REPORT_FILE, json.dumps(report, indent=2, default=str))
     return report
 
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from dse.errors import UserError
+from dse.files import atomic_write
 from dse.spec import load_spec
 from surrogates.contract import supported_templates
 from surrogates.contract_model import load_surrogate
@@ -136,9 +137,7 @@ def cmd_dataset(args: argparse.Namespace) -> int:
             + (f", {scalesim.failed} failed" if scalesim.failed else "")
             + (f", {scalesim.skipped} designs over --scalesim-max-cycles left out" if scalesim.skipped else "")
         )
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    data.to_parquet(out, index=False)
+    out = atomic_write(args.output, lambda path: data.to_parquet(path, index=False))
     designs = data.groupby(["workload", "design"]).ngroups
     print(f"wrote {len(data)} op rows of {designs} designs over {len(workloads)} workload(s) to {out}")
     return 0

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from dse.errors import UserError
+from dse.files import atomic_write
 from dse.graph import Graph, GraphBuilder
 from dse.rundir import open_run
 from hwmodels.catalogs.fpga import HLS_REPORT_KEYS, HLS_REPORT_LEGACY_DSP_KEY
@@ -360,9 +361,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_measured(args: argparse.Namespace) -> int:
     data = measured_dataset(args.sources)
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    data.to_parquet(out, index=False)
+    out = atomic_write(args.output, lambda path: data.to_parquet(path, index=False))
     print(
         f"wrote {len(data)} measured designs of {data['workload'].nunique()} workloads "
         f"({data['family'].nunique()} families, template {data['template'].iloc[0]}) to {out}"

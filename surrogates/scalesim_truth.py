@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -33,6 +32,7 @@ import numpy as np
 from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.executors import Executor
+from dse.files import atomic_write_text
 from hwmodels.systolic.compute import LoweredGemm
 from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, run_scalesim
 from templates.systolic import SystolicArch
@@ -124,13 +124,8 @@ class LayerCache:
             return None
 
     def put(self, job: SimJob, report: Mapping[str, Any]) -> None:
-        path = self.path(job)
-        path.parent.mkdir(parents=True, exist_ok=True)
         entry = {"layer": asdict(job.layer), "config": asdict(job.config), "report": dict(report)}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(entry, f)
-        os.replace(tmp, path)
+        atomic_write_text(self.path(job), json.dumps(entry))
 
 
 @dataclass
