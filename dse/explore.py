@@ -23,7 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from dse.executors import Executor, Outcome, make_executor
 from dse.finish import SweepCounts, finish_run, spec_yaml_text
-from dse.objectives import Constraint, Objective
+from dse.objectives import Constraint, Objective, meets_constraints
 from dse.pareto import FrontTracker
 from dse.search import Observation, Proposal, SearchStrategy, make_strategy
 from dse.space import DesignSpace
@@ -249,7 +249,7 @@ class Sweep:
         display.advance(front=len(self.front), failed=self.failed)
 
     def _feasible(self, record: PointRecord) -> bool:
-        return all(c.violation(record.metrics) == 0.0 for c in self.constraints)
+        return bool(meets_constraints(record.metrics, self.constraints))
 
 
 def _observation(record: PointRecord) -> Observation:

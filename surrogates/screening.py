@@ -29,6 +29,7 @@ from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.executors import Executor
 from dse.explore import Display, Sweep
+from dse.objectives import meets_constraints
 from dse.search import Observation
 from dse.store import FlatMetricsEvaluator, PointRecord
 from hwmodels.base import Metrics
@@ -239,7 +240,7 @@ class HybridSweep(Sweep):
             [[o.to_min(self._closed(c).metrics.get(o.metric, np.nan)) for o in self.objectives] for c in cands],
             dtype=float,
         )
-        feasible = np.array([all(k.violation(self._closed(c).metrics) == 0.0 for k in self.constraints) for c in cands])
+        feasible = np.array([bool(meets_constraints(self._closed(c).metrics, self.constraints)) for c in cands])
         order = np.argsort(layer_ranks(np.where(feasible[:, None], values, np.nan)), kind="stable")
         return [cands[int(i)] for i in order[:n]]
 
@@ -568,7 +569,7 @@ class HybridSweep(Sweep):
         rows = [
             [o.to_min(float(cand.metrics.get(o.metric, np.nan))) for o in self.objectives]
             for cand in self._candidates.values()
-            if cand.exact and all(c.violation(cand.metrics) == 0.0 for c in self.constraints)
+            if cand.exact and bool(meets_constraints(cand.metrics, self.constraints))
         ]
         return np.array(rows, dtype=float).reshape(len(rows), len(self.objectives))
 
