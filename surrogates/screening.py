@@ -555,14 +555,7 @@ class HybridSweep(Sweep):
     def _feasible_by(self, metrics: Mapping[str, np.ndarray]) -> np.ndarray:
         """Which candidates meet every constraint with these (predicted) metric values."""
         n = len(next(iter(metrics.values())))
-        ok = np.ones(n, dtype=bool)
-        for c in self.constraints:
-            v = np.asarray(metrics[c.metric], dtype=float)
-            if c.high is not None:
-                ok &= v <= c.high
-            if c.low is not None:
-                ok &= v >= c.low
-        return ok
+        return np.ones(n, dtype=bool) & meets_constraints(metrics, self.constraints)
 
     def _exact_front(self) -> np.ndarray:
         """Objective values (minimise scale) of the exactly evaluated feasible points."""
