@@ -7,7 +7,7 @@ partial one. The module imports nothing of the project, so every layer (catalog 
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,12 +23,11 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=PARTIAL_MARK + path.suffix, dir=path.parent)
-    os.close(handle)
-    temporary = Path(name)
+    # named before anything exists on disk, so a signal at any moment is inside the try that removes it
+    temporary = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(6)}{PARTIAL_MARK}{path.suffix}")
     try:
         write(temporary)
-        os.chmod(temporary, 0o644)  # mkstemp makes it private; output files are meant to be shared
+        os.chmod(temporary, 0o644)  # output files are meant to be shared, whatever the umask
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
