@@ -17,6 +17,7 @@ from dse.describe import workload_lines
 from dse.errors import UserError
 from dse.evaluators import prepare_run
 from dse.explore import explore
+from dse.files import atomic_write
 from dse.registry import families, mapper_option_names
 from dse.runs import list_runs, rebuild_report
 from dse.session import build_evaluator, full_point, parse_point
@@ -58,8 +59,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print(f"  {name:<22} {value:>14.6g} {unit}")
     if args.layers:
         frame = pd.DataFrame([layer.row() for layer in metrics.layers])
-        Path(args.layers).parent.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(args.layers, index=False)
+        atomic_write(args.layers, lambda path: frame.to_csv(path, index=False))
         print(f"wrote {len(frame)} layers to {args.layers}")
     return 0
 

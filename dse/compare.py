@@ -28,6 +28,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dse.errors import UserError
+from dse.files import atomic_write
 from dse.graph import PRECISION_BYTES, Graph
 from dse.pareto import knee_point_id
 from dse.registry import FAMILIES, GPU_KIND, family, make_mapper
@@ -416,10 +417,11 @@ def calibration_notes(baselines: Sequence[GpuBaseline]) -> list[str]:
 
 
 def write_comparison(out_dir: Path, comparison: Comparison) -> list[Path]:
+    """compare.csv and compare_layers.csv in ``out_dir``, each written atomically like the run's other files."""
     out_dir = Path(out_dir)
     paths = [out_dir / "compare.csv", out_dir / "compare_layers.csv"]
-    comparison.summary.to_csv(paths[0], index=False)
-    comparison.layers.to_csv(paths[1], index=False)
+    atomic_write(paths[0], lambda path: comparison.summary.to_csv(path, index=False))
+    atomic_write(paths[1], lambda path: comparison.layers.to_csv(path, index=False))
     return paths
 
 

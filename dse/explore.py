@@ -25,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from dse.context import RunContext
 from dse.executors import Executor, Outcome, make_executor
 from dse.finish import SweepCounts, collect_points, finish_run, pareto_frame, spec_yaml_text
+from dse.objectives import meets_constraints
 from dse.pareto import FrontTracker
 from dse.search import Observation, Proposal, SearchStrategy, make_strategy
 from dse.space import DesignSpace
@@ -304,7 +305,7 @@ class Sweep:
         display.advance(front=len(self.front), failed=self.failed)
 
     def _feasible(self, record: PointRecord) -> bool:
-        return all(c.violation(record.metrics) == 0.0 for c in self.constraints)
+        return bool(meets_constraints(record.metrics, self.constraints))
 
 
 def _observation(record: PointRecord) -> Observation:

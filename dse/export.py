@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.choices import EXPORT_BACKENDS
-from dse.finish import atomic_write
+from dse.files import atomic_write_text
 from dse.graph import Graph
 from dse.hls4ml_project import build_model, csim_accuracy, csim_check, hls_config
 from dse.registry import HLS4ML, family, kinds_exporting
@@ -159,8 +159,8 @@ def _write_project(design, config, layers, plan, out: Path, run_dir: Path, backe
         report["csim"] = csim_check(model, plan)
         report["csim"].update(csim_accuracy(model, design, config))  # on workload.data, if any
     readme = _readme(report, design)
-    atomic_write(out / "README.md", lambda path: path.write_text(readme))
-    atomic_write(out / REPORT_FILE, lambda path: path.write_text(json.dumps(report, indent=2, default=str)))
+    atomic_write_text(out / "README.md", readme)
+    atomic_write_text(out / REPORT_FILE, json.dumps(report, indent=2, default=str))
     return report
 
 

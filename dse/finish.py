@@ -6,10 +6,8 @@ regenerates the same files from the store alone, so a regenerated report is the 
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +18,7 @@ import yaml
 from dse.compare import Comparison, compare_run, write_comparison
 from dse.context import RunContext
 from dse.errors import UserError
+from dse.files import atomic_write, atomic_write_text
 from dse.objectives import Constraint, Objective
 from dse.pareto import feasible_mask, front_mask, hypervolume_history, objective_matrix
 from dse.report import write_report
@@ -124,30 +123,7 @@ def write_outputs(out_dir: Path, spec: Spec, points: pd.DataFrame, pareto: pd.Da
         if Path(source).resolve() != target.resolve():
             atomic_write(target, lambda path: shutil.copyfile(source, path))
     else:
-        text = spec_yaml_text(spec)
-        atomic_write(target, lambda path: path.write_text(text))
-
-
-def atomic_write(path: Path, write: Callable[[Path], object]) -> Path:
-    """Call ``write(temporary)`` on a hidden file beside ``path``, then rename it onto ``path``.
-
-    A reader (or a run stopped by Ctrl-C / SIGTERM half-way) sees the old file or the whole new one,
-    never a partial one: the rename is atomic within a folder, and an interrupted write's temporary
-    file is removed before the interruption goes on.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    os.close(handle)
-    temporary = Path(name)
-    try:
-        write(temporary)
-        os.chmod(temporary, 0o644)  # mkstemp makes it private; run files are meant to be shared
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    return path
+        atomic_write_text(target, spec_yaml_text(spec))
 
 
 def parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:

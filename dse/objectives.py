@@ -1,10 +1,14 @@
-"""Objectives and constraints: small value types shared by the spec, the explorer and the report."""
+"""Objectives and constraints: small value types shared by the spec, the explorer and the report, and the one
+feasibility rule (``meets_constraints``) the explorer, the run's files and the surrogates' screening all apply."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -48,3 +52,23 @@ class Constraint:
         if self.high is not None:
             parts.append(f"{self.metric} <= {self.high:g}")
         return " and ".join(parts)
+
+
+def meets_constraints(metrics: Mapping[str, Any], constraints: Sequence[Constraint]) -> np.ndarray:
+    """Whether metrics satisfy every constraint: the feasibility rule, in one place.
+
+    A missing, None or NaN metric fails its constraint; a bound is inclusive. ``metrics`` maps names to the
+    values of one point (a 0-d result: take ``bool()``) or to equal-length columns of many points (one flag
+    each), so a stored record, a points frame and a batch of predictions are judged alike. A feasible point
+    is an ok point that meets the constraints (``dse.pareto.feasible_mask`` adds the status).
+    """
+    met = np.True_
+    for constraint in constraints:
+        value = np.asarray(metrics.get(constraint.metric, math.nan), dtype=float)
+        ok = ~np.isnan(value)
+        if constraint.high is not None:
+            ok &= value <= constraint.high
+        if constraint.low is not None:
+            ok &= value >= constraint.low
+        met = met & ok
+    return np.asarray(met)

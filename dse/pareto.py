@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from optuna._hypervolume import compute_hypervolume
 
-from dse.objectives import Constraint, Objective
+from dse.objectives import Constraint, Objective, meets_constraints
 
 REFERENCE_FACTOR = 1.1  # reference point = 1.1 x the worst normalised value (i.e. 1.1 after scaling to [0, 1])
 
@@ -99,21 +99,16 @@ class Normalisation:
 
 
 def feasible_mask(frame: pd.DataFrame, constraints: Sequence[Constraint] = ()) -> np.ndarray:
-    """ok points whose metrics satisfy every constraint (a missing metric is a violation)."""
+    """ok points whose metrics satisfy every constraint (``meets_constraints``; a missing metric is a violation)."""
     mask = np.ones(len(frame), dtype=bool)
     if "status" in frame:
         mask &= (frame["status"] == "ok").to_numpy()
-    for constraint in constraints:
-        if constraint.metric not in frame:
-            return np.zeros(len(frame), dtype=bool)
-        column = pd.to_numeric(frame[constraint.metric], errors="coerce").to_numpy(dtype=float)
-        ok = ~np.isnan(column)
-        if constraint.high is not None:
-            ok &= column <= constraint.high
-        if constraint.low is not None:
-            ok &= column >= constraint.low
-        mask &= ok
-    return mask
+    columns = {
+        c.metric: pd.to_numeric(frame[c.metric], errors="coerce").to_numpy(dtype=float)
+        for c in constraints
+        if c.metric in frame
+    }
+    return mask & meets_constraints(columns, constraints)
 
 
 def objective_matrix(frame: pd.DataFrame, objectives: Sequence[Objective]) -> np.ndarray:

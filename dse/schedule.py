@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import UserError
+from dse.files import atomic_write, atomic_write_text
 from dse.registry import family, kinds_scheduled, make_mapper, mapper_option_names
 from dse.session import build_evaluator, full_point, parse_point
 from dse.space import DesignSpace
@@ -51,7 +52,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     doc = schedule_document(mapping, point, metrics.values, check.peak_bytes)
-    (out / "schedule.json").write_text(json.dumps(doc, indent=2, default=_json_default))
+    atomic_write_text(out / "schedule.json", json.dumps(doc, indent=2, default=_json_default))
     write_memory_timeline(mapping, out / "memory_timeline.html")
     s = mapping.solver
     status = s.get("status", "")
@@ -194,5 +195,4 @@ def write_memory_timeline(mapping, path: Path) -> Path:
         ),
         height=320 * len(memories),
     )
-    fig.write_html(str(path), include_plotlyjs=True, full_html=True)
-    return path
+    return atomic_write(path, lambda temporary: fig.write_html(str(temporary), include_plotlyjs=True, full_html=True))

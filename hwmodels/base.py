@@ -1,7 +1,8 @@
 """The hardware-model contract: ``evaluate(mapping, arch) -> Metrics``.
 
 Metrics are plain numbers with fixed names and units, so the explorer, the
-store and the report can treat every template alike.
+store and the report can treat every template alike; ``design_figures`` derives
+the whole-design ones from a design's totals the same way for every model.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from dse.graph import Graph
 from mappers.base import Mapping
 from templates.base import Arch
 
@@ -96,6 +98,50 @@ class Metrics:
         out = dict(self.values)
         out.update({f"energy_{k}_mj": v * 1e-9 for k, v in self.energy_breakdown_pj.items()})
         return out
+
+
+@dataclass(frozen=True)
+class DesignFigures:
+    """The whole-design metrics every hardware model derives from its totals (``design_figures``)."""
+
+    latency_ms: float
+    throughput_ips: float
+    energy_mj: float
+    edp: float
+    power_w: float
+    tops_per_w: float
+
+
+def design_figures(
+    *, seconds: float, energy_pj: float, ops: float, batch: float, throughput_ips: float | None = None
+) -> DesignFigures:
+    """Latency, throughput, energy, EDP, power and TOPS/W of one evaluation of a design from its totals.
+
+    One formula for every hardware model, so a metric means the same in every family; a zero latency gives
+    zero rates rather than a division error. ``seconds`` and ``energy_pj``: one evaluation's latency and
+    energy; ``ops``: its arithmetic operations (2 x MACs, or the graph's flops); ``batch``: the inferences it
+    completes (times the evaluations in flight); ``throughput_ips``: the sustained rate of a design that
+    pipelines evaluations, in place of ``batch / seconds``.
+    """
+    energy_mj = energy_pj * 1e-9
+    latency_ms = seconds * 1e3
+    power_w = energy_pj * 1e-12 / seconds if seconds > 0 else 0.0
+    ops_per_s = ops / seconds if seconds > 0 else 0.0
+    if throughput_ips is None:
+        throughput_ips = batch / seconds if seconds > 0 else 0.0
+    return DesignFigures(
+        latency_ms=latency_ms,
+        throughput_ips=throughput_ips,
+        energy_mj=energy_mj,
+        edp=energy_mj * latency_ms,
+        power_w=power_w,
+        tops_per_w=(ops_per_s / 1e12) / power_w if power_w > 0 else 0.0,
+    )
+
+
+def graph_batch(graph: Graph) -> int:
+    """The inferences one evaluation of ``graph`` runs: its workload batch (1 where it has none)."""
+    return int(graph.meta.get("batch", 1) or 1)
 
 
 class HwModel(Protocol):

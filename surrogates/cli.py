@@ -11,6 +11,7 @@ from pathlib import Path
 
 from dse.choices import scalesim_cache_dir
 from dse.errors import UserError
+from dse.files import atomic_write
 from dse.spec import load_spec
 from surrogates.contract.features import supported_templates
 from surrogates.dataset import build_dataset, check_dataset, design_frame, workloads_from_args
@@ -74,9 +75,7 @@ def cmd_dataset(args: argparse.Namespace) -> int:
             + (f", {scalesim.failed} failed" if scalesim.failed else "")
             + (f", {scalesim.skipped} designs over --scalesim-max-cycles left out" if scalesim.skipped else "")
         )
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    data.to_parquet(out, index=False)
+    out = atomic_write(args.output, lambda path: data.to_parquet(path, index=False))
     designs = data.groupby(["workload", "design"]).ngroups
     print(f"wrote {len(data)} op rows of {designs} designs over {len(workloads)} workload(s) to {out}")
     return 0

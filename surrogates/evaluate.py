@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dse.files import atomic_write
 from surrogates.contract.model import baseline_metric_accuracy, is_contract
 from surrogates.dataset import design_frame
 from surrogates.layer.model import baseline_layer_accuracy, is_layer
@@ -123,7 +124,4 @@ def scatter_html(truth: pd.DataFrame, pred: pd.DataFrame, targets: Sequence[str]
         fig.update_xaxes(type="log", title_text="true", row=1, col=i)
         fig.update_yaxes(type="log", title_text="predicted", row=1, col=i)
     fig.update_layout(title=title, height=420, width=360 * len(targets))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.write_html(path, include_plotlyjs="cdn")
-    return path
+    return atomic_write(path, lambda temporary: fig.write_html(temporary, include_plotlyjs="cdn"))

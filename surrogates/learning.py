@@ -18,6 +18,7 @@ import pandas as pd
 
 import dse
 from dse.errors import UserError
+from dse.files import atomic_write
 
 MODEL_KINDS = ("gb", "rf")
 FORMAT = "dse-surrogate"
@@ -126,10 +127,8 @@ def save_model(model: Any, path: str | Path) -> Path:
     """Write any surrogate (joblib, compressed) with the format tag ``read_model_file`` checks."""
     import joblib
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    joblib.dump({"format": FORMAT, "model": model}, path, compress=3)
-    return path
+    payload = {"format": FORMAT, "model": model}
+    return atomic_write(path, lambda temporary: joblib.dump(payload, temporary, compress=3))
 
 
 def read_model_file(path: str | Path) -> Any:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from dse.files import PARTIAL_MARK
+
 SWEEP_SPEC = """
 name: interrupt-sweep
 workload: {model: jet_mlp, batch: 1}
@@ -80,7 +82,7 @@ def stop(process: subprocess.Popen, signum: signal.Signals) -> str:
 
 
 def no_partial_files(folder: Path) -> None:
-    partial = [p.name for p in folder.rglob("*") if p.name.endswith(".partial") or p.name.startswith(".report-")]
+    partial = [p.name for p in folder.rglob("*") if PARTIAL_MARK in p.name or p.name.startswith(".report-")]
     assert not partial, f"half-written files left behind: {partial}"
 
 

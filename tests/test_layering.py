@@ -26,7 +26,7 @@ MAX_LINES = 650
 # layer or any lower one, never a higher one.
 LAYERS: list[tuple[str, int]] = [
     (r"(dse|templates|mappers|hwmodels|surrogates)$", 0),  # package markers
-    (r"dse\.(errors|graph|workload)$", 0),
+    (r"dse\.(errors|files|graph|workload)$", 0),
     (r"dse\.(zoo|importers)(\..*)?$", 0),
     (r"hwmodels\.catalogs(\..*)?$", 0),
     (r"templates\..*", 1),

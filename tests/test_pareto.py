@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dse.objectives import Constraint, Objective
+from dse.objectives import Constraint, Objective, meets_constraints
 from dse.pareto import (
     FrontTracker,
     Normalisation,
@@ -135,6 +135,25 @@ def test_feasible_and_front_masks():
     assert feasible_mask(frame, [Constraint("missing_metric", high=1.0)]).tolist() == [False] * 6
     # point 4 would dominate everything but breaks the area constraint
     assert front_mask(frame, OBJECTIVES, AREA).tolist() == [False, False, False, True, False, True]
+
+
+def test_one_feasibility_rule_for_a_point_and_for_columns():
+    """meets_constraints judges one point as it judges a column of points, and agrees with violation() == 0."""
+    constraints = [Constraint("area_mm2", high=10.0), Constraint("power_w", low=1.0, high=2.0), Constraint("dsp")]
+    points = [
+        {"area_mm2": 10.0, "power_w": 1.0, "dsp": 0.0},  # bounds are inclusive
+        {"area_mm2": 10.5, "power_w": 1.5, "dsp": 0.0},
+        {"area_mm2": 1.0, "power_w": 2.5, "dsp": 0.0},
+        {"area_mm2": 1.0, "power_w": 1.5, "dsp": float("nan")},  # a NaN fails even a bound-less constraint
+        {"area_mm2": None, "power_w": 1.5, "dsp": 0.0},
+        {"power_w": 1.5, "dsp": 0.0},  # missing
+    ]
+    one_by_one = [bool(meets_constraints(p, constraints)) for p in points]
+    assert one_by_one == [True, False, False, False, False, False]
+    assert one_by_one == [all(c.violation(p) == 0.0 for c in constraints) for p in points]
+    columns = {m: np.array([p.get(m) for p in points], dtype=float) for m in ("area_mm2", "power_w", "dsp")}
+    assert meets_constraints(columns, constraints).tolist() == one_by_one
+    assert bool(meets_constraints({}, [])) is True
 
 
 def test_hypervolume_history_counts_only_feasible_ok_points():

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +24,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import plotly.offline
 
+from dse.files import atomic_write_text
 from dse.objectives import Constraint, Objective
 from dse.registry import GPU_KIND
 from dse.report.data import (
@@ -401,15 +400,4 @@ def write_report(
         notes=notes,
         comparison=comparison,
     )
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(document)
-        os.chmod(temporary, 0o644)  # mkstemp makes it private; a report is meant to be shared
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write_text(path, document)

@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from dse.files import atomic_write_text
 from hwmodels.catalogs.gpu import GPU_SOURCES_MD, assumption, sources_markdown
 
 CALIBRATION_JSON = Path(__file__).resolve().parent.parent / "data" / "gpu_calibration.json"
@@ -162,7 +163,7 @@ def write_calibration(entry: Calibration, path: Path = CALIBRATION_JSON) -> Path
     """Add or replace one GPU's entry in the calibration file (other GPUs' entries are kept)."""
     raw = json.loads(path.read_text()) if path.is_file() else {}
     raw[entry.gpu] = entry.to_dict()
-    path.write_text(json.dumps(dict(sorted(raw.items())), indent=2) + "\n")
+    atomic_write_text(path, json.dumps(dict(sorted(raw.items())), indent=2) + "\n")
     _load.cache_clear()
     return path
 
@@ -206,9 +207,7 @@ def full_sources_markdown(path: Path = CALIBRATION_JSON) -> str:
 
 
 def write_sources(path: Path = GPU_SOURCES_MD) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(full_sources_markdown())
-    return path
+    return atomic_write_text(path, full_sources_markdown())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dse.files import atomic_write_text
+
 SOURCES_MD = Path(__file__).resolve().parent.parent / "data" / "SOURCES.md"
 
 # Sources starting with UNVERIFIED come from the project's technology brief and could not be traced to a primary
@@ -619,9 +621,7 @@ def parse_sources_markdown(text: str) -> dict[str, dict[str, tuple[float, str, s
 
 
 def write_sources_markdown(path: Path = SOURCES_MD) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_sources_markdown(), encoding="utf-8")
-    return path
+    return atomic_write_text(path, render_sources_markdown())
 
 
 def _summary(nodes: Mapping[str, TechNode]) -> str:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import math
 
-from dse.graph import Graph
-from hwmodels.base import LayerMetrics, Metrics
+from hwmodels.base import LayerMetrics, Metrics, graph_batch
 from hwmodels.catalogs.fpga import get_part
 from hwmodels.fpga.cost import (
     MODEL_OVERHEAD_CYCLES,
@@ -103,7 +102,7 @@ class FpgaDataflowModel:
             stages.append(engine.occupancy)
         pipelined = arch.io_type == "io_stream" or not resource_layers
         interval = max(stages) if pipelined else latency
-        samples = _samples(graph)
+        samples = graph_batch(graph)  # the samples one evaluation streams through the pipeline
         latency_cycles = latency + (samples - 1) * interval
         capacity = part.capacity()
         utils = {f"{k}_util": totals[k] / capacity[k] if capacity[k] else math.inf for k in totals}
@@ -127,9 +126,3 @@ class FpgaDataflowModel:
                 "shared_engine": {"members": engine.members, "mults": engine.mults, "occupancy": engine.occupancy},
             },
         )
-
-
-def _samples(graph: Graph) -> int:
-    """Samples one evaluation streams through the pipeline: the graph's batch."""
-    batch = graph.meta.get("batch", 1)
-    return int(batch) if isinstance(batch, int) and batch > 0 else 1

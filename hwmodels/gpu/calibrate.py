@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
+from dse.files import atomic_write
 from hwmodels.catalogs.gpu_tuning import Calibration, GpuTuning, default_tuning
 from hwmodels.gpu.cost import Gemm, Tile, gemm_cost, memory_kernel_cost
 from mappers.gpu import best_tile
@@ -102,15 +103,17 @@ def write_measurements(path: Path, rows: Sequence[Measurement], extra: Sequence[
     """A plain measurement CSV: ``PLAIN_COLUMNS`` then any extra columns (same keys in every row)."""
     extra = list(extra) if extra is not None else [{} for _ in rows]
     names = list(PLAIN_COLUMNS) + [k for k in (extra[0] if extra else {}) if k not in PLAIN_COLUMNS]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=names)
-        writer.writeheader()
-        for m, more in zip(rows, extra):
-            plain = dict(zip(PLAIN_COLUMNS, (m.gpu, m.precision, m.op, m.M, m.N, m.K, m.count)))
-            plain.update(latency_s=repr(m.seconds), method=m.method, source=m.source, name=m.name)
-            writer.writerow({**plain, **more})
-    return path
+
+    def write(temporary: Path) -> None:
+        with temporary.open("w", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=names)
+            writer.writeheader()
+            for m, more in zip(rows, extra):
+                plain = dict(zip(PLAIN_COLUMNS, (m.gpu, m.precision, m.op, m.M, m.N, m.K, m.count)))
+                plain.update(latency_s=repr(m.seconds), method=m.method, source=m.source, name=m.name)
+                writer.writerow({**plain, **more})
+
+    return atomic_write(path, write)
 
 
 def _numbers(line: str) -> list[float]:

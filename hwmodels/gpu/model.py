@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hwmodels.base import LayerMetrics, Metrics
+from hwmodels.base import LayerMetrics, Metrics, design_figures, graph_batch
 from hwmodels.catalogs.gpu import assumption
 from hwmodels.gpu.cost import (
     KernelCost,
@@ -193,22 +193,22 @@ class GpuModel:
             useful_macs += macs
             weighted_util += util * macs
             dram_bytes += gpus * (cost.dram_read_bytes + cost.dram_write_bytes)
-        energy_pj = sum(totals.values())
-        energy_mj = energy_pj * 1e-9
-        latency_ms = seconds_total * 1e3
-        batch = int(mapping.graph.meta.get("batch", 1) or 1)
-        power_w = energy_pj * 1e-12 / seconds_total if seconds_total > 0 else 0.0
-        ops_per_s = mapping.graph.flops / seconds_total if seconds_total > 0 else 0.0
+        design = design_figures(
+            seconds=seconds_total,
+            energy_pj=sum(totals.values()),
+            ops=mapping.graph.flops,
+            batch=graph_batch(mapping.graph),
+        )
         values = {
             "latency_cycles": seconds_total * clock_hz,
-            "latency_ms": latency_ms,
-            "throughput_ips": batch / seconds_total if seconds_total > 0 else 0.0,
-            "energy_mj": energy_mj,
-            "edp": energy_mj * latency_ms,
-            "power_w": power_w,
+            "latency_ms": design.latency_ms,
+            "throughput_ips": design.throughput_ips,
+            "energy_mj": design.energy_mj,
+            "edp": design.edp,
+            "power_w": design.power_w,
             "utilization": weighted_util / useful_macs if useful_macs else 0.0,
             "dram_mb": dram_bytes / 1e6,
-            "tops_per_w": (ops_per_s / 1e12) / power_w if power_w > 0 else 0.0,
+            "tops_per_w": design.tops_per_w,
         }
         if not math.isnan(arch.die_mm2):
             values["area_mm2"] = arch.die_mm2 * max(1, int(getattr(arch, "gpus", 1)))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dse.graph import OpKind
-from hwmodels.base import LayerMetrics, Metrics
+from hwmodels.base import LayerMetrics, Metrics, design_figures, graph_batch
 from hwmodels.multicore.cost import multicore_area_mm2
 from mappers.base import Mapping
 from mappers.multicore.problem import EdgeActivity
@@ -60,25 +60,33 @@ class MulticoreModel:
         layers = [self._layer(p, li, acc, layer_core[li], arch) for li, acc in enumerate(rows)]
         period = max(loads) if max(loads) > 0 else 1.0
         scale = freq_hz / period  # how many times per second the rate-weighted mix can run
-        batch = int(p.graph.meta.get("batch", 1) or 1)
+        batch = graph_batch(p.graph)
         latency_s = makespan / freq_hz
         energy_pj = sum(totals.values())
         macs = sum(acc.macs for acc in rows)
         dram_bytes = sum(acc.dram_bytes for acc in rows)
         area = multicore_area_mm2(arch)
-        power_w = energy_pj * 1e-12 / latency_s if latency_s > 0 else 0.0
         models = self._models(p, schedule, layers, scale, freq_hz)
+        design = design_figures(
+            seconds=latency_s,
+            energy_pj=energy_pj,
+            ops=2 * macs,
+            batch=batch,
+            throughput_ips=batch * scale * sum(m["rate"] for m in models.values()),  # pipelined
+        )
         values = {
             "latency_cycles": float(makespan),
-            "latency_ms": latency_s * 1e3,
-            "throughput_ips": batch * scale * sum(m["rate"] for m in models.values()),
-            "energy_mj": energy_pj * 1e-9,
+            "latency_ms": design.latency_ms,
+            "throughput_ips": design.throughput_ips,
+            "energy_mj": design.energy_mj,
+            # EDP in its own rounding order ((energy_mj * latency_s) * 1e3): the same figure to the last bit;
+            # design_figures' order would change stored values, so it stays until a review agrees
             "edp": energy_pj * 1e-9 * latency_s * 1e3,
             "area_mm2": sum(area.values()),
-            "power_w": power_w,
+            "power_w": design.power_w,
             "utilization": macs / (makespan * arch.total_macs_per_cycle) if makespan else 0.0,
             "dram_mb": dram_bytes / 1e6,
-            "tops_per_w": (2 * macs / latency_s / 1e12) / power_w if power_w > 0 else 0.0,
+            "tops_per_w": design.tops_per_w,
         }
         info: dict[str, Any] = {
             "mapper": mapping.mapper,

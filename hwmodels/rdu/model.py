@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hwmodels.base import LayerMetrics, Metrics
+from hwmodels.base import LayerMetrics, Metrics, design_figures, graph_batch
 from hwmodels.catalogs.rdu import LINK_ENERGY_PJ_PER_BIT
 from hwmodels.rdu.cost import plan_cost, rdu_area_mm2
 from hwmodels.rdu.node import link_bytes, link_ps, throughput_factor
@@ -37,12 +37,19 @@ class RduModel:
         energy_pj = {k: v / 1000 for k, v in cost.energy_parts_fj.items()}
         if arch.sockets > 1:
             energy_pj["link"] = link_bytes(mapping.graph, arch) * 8 * LINK_ENERGY_PJ_PER_BIT.value
-        energy_mj = sum(energy_pj.values()) * 1e-9
-        latency_ms = seconds * 1e3
+        design = design_figures(
+            seconds=seconds,
+            energy_pj=sum(energy_pj.values()),
+            ops=mapping.graph.flops,
+            batch=in_flight * graph_batch(mapping.graph),
+        )
+        energy_mj = design.energy_mj
         peak = arch.peak_tflops * 1e12 * arch.sockets
         flops = mapping.graph.flops
         busy = sum(s.pcus * (s.seconds_ps + problem.reconfig_ps) for s in cost.sections)
         pcu_occupancy = busy / (problem.arch.pcus * cost.latency_ps) if cost.latency_ps else 0.0
+        # power in its own rounding order (energy_mj * 1e-3, not energy_pj * 1e-12): the same figure to the
+        # last bit or two; design_figures' order would change stored values, so it stays until a review agrees
         power_w = energy_mj * 1e-3 / seconds if seconds > 0 else 0.0
         section_of = {i: s for s, sec in enumerate(cost.sections) for i in range(sec.first, sec.last + 1)}
         layers = []
@@ -71,13 +78,11 @@ class RduModel:
                 )
             )
         values = {
-            "latency_ms": latency_ms,
+            "latency_ms": design.latency_ms,
             "latency_cycles": seconds * clock_hz,
-            "throughput_ips": in_flight * int(mapping.graph.meta.get("batch", 1) or 1) / seconds
-            if seconds > 0
-            else 0.0,
+            "throughput_ips": design.throughput_ips,
             "energy_mj": energy_mj,
-            "edp": energy_mj * latency_ms,
+            "edp": design.edp,
             "area_mm2": area["total"],
             "power_w": power_w,
             "utilization": flops / (peak * seconds) if seconds > 0 else 0.0,

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from dse.graph import Op
-from hwmodels.base import LayerMetrics, Metrics
+from hwmodels.base import LayerMetrics, Metrics, design_figures, graph_batch
 from hwmodels.systolic.compute import LoweredGemm, compute_cycles
 from hwmodels.systolic.cost import gemm_cost, vector_op_cost
 from hwmodels.systolic.pricing import Prices, design_prices, gemm_energy_pj, vector_energy_pj
@@ -99,24 +99,23 @@ class SystolicModel:
             mac_weighted_cycles += util * macs
             dram_bytes += rd + wr
 
-        latency_s = total_cycles * cycle_s
-        energy_pj = sum(totals.values())
-        energy_mj = energy_pj * 1e-9
-        latency_ms = latency_s * 1e3
-        batch = int(mapping.graph.meta.get("batch", 1) or 1)
-        power_w = energy_pj * 1e-12 / latency_s if latency_s > 0 else 0.0
-        ops_per_s = 2 * total_macs / latency_s if latency_s > 0 else 0.0
+        design = design_figures(
+            seconds=total_cycles * cycle_s,
+            energy_pj=sum(totals.values()),
+            ops=2 * total_macs,
+            batch=graph_batch(mapping.graph),
+        )
         values = {
             "latency_cycles": total_cycles,
-            "latency_ms": latency_ms,
-            "throughput_ips": batch / latency_s if latency_s > 0 else 0.0,
-            "energy_mj": energy_mj,
-            "edp": energy_mj * latency_ms,
+            "latency_ms": design.latency_ms,
+            "throughput_ips": design.throughput_ips,
+            "energy_mj": design.energy_mj,
+            "edp": design.edp,
             "area_mm2": area_total,
-            "power_w": power_w,
+            "power_w": design.power_w,
             "utilization": mac_weighted_cycles / total_macs if total_macs else 0.0,
             "dram_mb": dram_bytes / 1e6,
-            "tops_per_w": (ops_per_s / 1e12) / power_w if power_w > 0 else 0.0,
+            "tops_per_w": design.tops_per_w,
         }
         info = {"mapper": mapping.mapper, "area_breakdown_mm2": area, "tech": tech.name, "dram_mode": arch.dram_mode}
         return Metrics(values=values, energy_breakdown_pj=totals, layers=layers, info=info)

@@ -30,6 +30,7 @@ from dse.evaluate import PointEvaluator
 from dse.evaluator_options import HybridOptions
 from dse.executors import Executor
 from dse.explore import Display, Sweep
+from dse.objectives import meets_constraints
 from dse.search import Observation
 from dse.store import FlatMetricsEvaluator, PointRecord
 from hwmodels.base import Metrics
@@ -242,7 +243,7 @@ class HybridSweep(Sweep):
             [[o.to_min(self._closed(c).metrics.get(o.metric, np.nan)) for o in self.objectives] for c in cands],
             dtype=float,
         )
-        feasible = np.array([all(k.violation(self._closed(c).metrics) == 0.0 for k in self.constraints) for c in cands])
+        feasible = np.array([bool(meets_constraints(self._closed(c).metrics, self.constraints)) for c in cands])
         order = np.argsort(layer_ranks(np.where(feasible[:, None], values, np.nan)), kind="stable")
         return [cands[int(i)] for i in order[:n]]
 
@@ -547,21 +548,14 @@ class HybridSweep(Sweep):
     def _feasible_by(self, metrics: Mapping[str, np.ndarray]) -> np.ndarray:
         """Which candidates meet every constraint with these (predicted) metric values."""
         n = len(next(iter(metrics.values())))
-        ok = np.ones(n, dtype=bool)
-        for c in self.constraints:
-            v = np.asarray(metrics[c.metric], dtype=float)
-            if c.high is not None:
-                ok &= v <= c.high
-            if c.low is not None:
-                ok &= v >= c.low
-        return ok
+        return np.ones(n, dtype=bool) & meets_constraints(metrics, self.constraints)
 
     def _exact_front(self) -> np.ndarray:
         """Objective values (minimise scale) of the exactly evaluated feasible points."""
         rows = [
             [o.to_min(float(cand.metrics.get(o.metric, np.nan))) for o in self.objectives]
             for cand in self._candidates.values()
-            if cand.exact and all(c.violation(cand.metrics) == 0.0 for c in self.constraints)
+            if cand.exact and bool(meets_constraints(cand.metrics, self.constraints))
         ]
         return np.array(rows, dtype=float).reshape(len(rows), len(self.objectives))
 

@@ -32,6 +32,7 @@ import pandas as pd
 
 from dse.choices import MEASURED_SOURCE_KINDS
 from dse.errors import UserError
+from dse.files import atomic_write
 from dse.graph import Graph, GraphBuilder
 from dse.registry import GPU_KIND, HLS4ML, kinds_exporting
 from dse.rundir import open_run
@@ -353,9 +354,7 @@ def measured_dataset(sources: Sequence[str | MeasuredSource]) -> pd.DataFrame:
 
 def cmd_measured(args: argparse.Namespace) -> int:
     data = measured_dataset(args.sources)
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    data.to_parquet(out, index=False)
+    out = atomic_write(args.output, lambda path: data.to_parquet(path, index=False))
     print(
         f"wrote {len(data)} measured designs of {data['workload'].nunique()} workloads "
         f"({data['family'].nunique()} families, template {data['template'].iloc[0]}) to {out}"

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -34,6 +32,7 @@ from dse.choices import scalesim_cache_dir
 from dse.errors import UserError
 from dse.evaluate import PointEvaluator
 from dse.executors import Executor
+from dse.files import atomic_write_text
 from hwmodels.systolic.scalesim_run import ScaleSimConfig, ScaleSimLayer, run_scalesim, scalesim_config, scalesim_layer
 from mappers.payloads import FoldPlan, TiledPlan
 
@@ -73,13 +72,8 @@ class LayerCache:
             return None
 
     def put(self, job: SimJob, report: Mapping[str, Any]) -> None:
-        path = self.path(job)
-        path.parent.mkdir(parents=True, exist_ok=True)
         entry = {"layer": asdict(job.layer), "config": asdict(job.config), "report": dict(report)}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(entry, f)
-        os.replace(tmp, path)
+        atomic_write_text(self.path(job), json.dumps(entry))
 
 
 @dataclass
