@@ -1,7 +1,8 @@
 """The architecture's rules, checked on the source so they stay true.
 
 Imports flow one way: IR and catalogs -> templates -> hardware cost models -> mappers -> hardware
-models -> registry -> run and output modules -> evaluator registry -> command lines. Every import counts, those inside
+models -> registry -> run inputs and state -> run outputs -> explorer -> surrogates -> evaluator registry
+and peer adapters -> commands -> command line. Every import counts, those inside
 functions too: no project module is imported inside a function (only heavy third-party ones may be
 deferred), no module imports a ``_private`` name of another, no import circle, families register only
 in dse/registry.py, and no source file in the rooms grows past 650 lines.
@@ -39,9 +40,23 @@ LAYERS: list[tuple[str, int]] = [
     (r"hwmodels\..*", 2),  # cost models: what mappers query
     (r"mappers\..*", 3),
     (r"dse\.(registry|evaluate)$", 5),
-    (r"(dse|surrogates)\.cli$", 8),
-    (r"dse\.evaluators$", 7),  # builds the surrogates' evaluators, so above them; asked by the command lines
-    (r"(dse|surrogates)\..*", 6),  # spec, space, search, store, explorer, outputs, surrogates
+    # The run-and-output rooms, ordered: what a run reads and keeps (spec, space, search, store, run folder,
+    # objectives and fronts, executors, the run context) -> what it writes (report, GPU comparison, export,
+    # schedule) -> the explorer that drives a sweep and finishes it -> the surrogates, which plug a screened
+    # sweep into the explorer -> the evaluator registry (it builds the surrogates' evaluators) and the peers'
+    # adapters (they read the surrogates' measured datasets) -> the commands -> the command line (stdlib only).
+    (
+        r"dse\.(spec|space|search|store|rundir|objectives|pareto|executors|evaluator_options|choices|context|session"
+        r"|describe)(\..*)?$",
+        6,
+    ),
+    (r"dse\.(report|compare|export|hls4ml_project|schedule)(\..*)?$", 7),
+    (r"dse\.(explore|finish|runs)$", 8),
+    (r"surrogates\.cli$", 11),
+    (r"surrogates\..*", 9),
+    (r"dse\.(evaluators|peers)$", 10),
+    (r"dse\.commands$", 11),
+    (r"dse\.cli$", 12),
 ]
 LAYER_NAMES = {
     0: "IR and catalogs",
@@ -50,9 +65,13 @@ LAYER_NAMES = {
     3: "mappers",
     4: "hardware models",
     5: "registry",
-    6: "run and output modules",
-    7: "evaluator registry",
-    8: "command lines",
+    6: "run inputs and state",
+    7: "run outputs",
+    8: "explorer",
+    9: "surrogates",
+    10: "evaluator registry and peer adapters",
+    11: "commands",
+    12: "command line",
 }
 
 
@@ -221,7 +240,9 @@ def test_the_checker_sees_what_it_must():
     assert any(m == "dse.registry" and t.startswith("templates.") for m, t, *_ in rows)
     assert layer_of("hwmodels.systolic.model") == 4 and layer_of("hwmodels.systolic.pricing") == 2
     assert layer_of("hwmodels.accuracy") == 4 and layer_of("hwmodels.accuracy.hls_emulator") == 4
-    assert layer_of("dse.cli") == 8 and layer_of("dse.report.figures") == 6 and layer_of("dse.evaluators") == 7
+    assert layer_of("dse.cli") == 12 and layer_of("dse.report.figures") == 7 and layer_of("dse.evaluators") == 10
+    assert layer_of("dse.spec.checks") == 6 and layer_of("dse.explore") == 8 and layer_of("surrogates.cli") == 11
+    assert layer_of("surrogates.explorer.hybrid") == 9 and layer_of("dse.files") == 0
 
 
 # ---------------------------------------------------------------------------------------------------
