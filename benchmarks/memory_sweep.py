@@ -23,9 +23,8 @@ import time
 from pathlib import Path
 
 from dse.cli import main as dse_main
-from dse.executors import SerialExecutor
-from dse.explore import Display, Sweep
-from dse.search import make_strategy
+from dse.context import RunContext
+from dse.explore import run_sweep
 from dse.session import build_evaluator
 from dse.spec import parse_spec
 from dse.store import FlatMetricsEvaluator, Store
@@ -64,16 +63,13 @@ def peak_rss_mib() -> float:
 
 def child_sweep(points: int) -> dict:
     spec = parse_spec(SWEEP_SPEC.format(budget=points))
-    space = spec.design_space()
     graph, evaluator = build_evaluator(spec)
-    strategy = make_strategy(spec, space)
+    context = RunContext.of(spec, graph=graph)
     baseline = peak_rss_mib()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder, Store.open(folder) as store:
-        store.start_run(spec.name, "", spec.evaluation_fingerprint())
-        sweep = Sweep(store, strategy, space, spec.evaluation_fingerprint(), "analytical", spec.objective_list(), [])
-        with SerialExecutor() as pool, Display(False, strategy.budget, spec.name) as display:
-            sweep.run(pool, FlatMetricsEvaluator(evaluator), display)
+        store.start_run(spec.name, "", context.fingerprint)
+        run_sweep(context, store, FlatMetricsEvaluator(evaluator), "serial", None, False)
         stored = store.count()
     return {
         "points": points,

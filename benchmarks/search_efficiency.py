@@ -30,7 +30,6 @@ seed), so ``--strategies`` picks which to run.
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -40,6 +39,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+
+from dse.explore import explore_points
+from dse.pareto import Normalisation, feasible_mask, hypervolume, objective_matrix
+from dse.search import Observation, OptunaStrategy, default_population, default_startup_trials, make_strategy
+from dse.session import build_evaluator
+from dse.space import DesignSpace, Dimension
+from dse.spec import load_spec
 
 SPEC = Path(__file__).resolve().parents[1] / "designs" / "quickstart.yaml"
 TARGET = 0.98
@@ -51,7 +57,6 @@ class Scorer:
     """Hypervolume of a set of evaluated points as a fraction of the exhaustive grid's, one scale for all."""
 
     def __init__(self, grid_points: Any, objectives: Sequence[Any], constraints: Sequence[Any]):
-        from dse.pareto import Normalisation, feasible_mask, hypervolume, objective_matrix
 
         self._objectives, self._constraints = list(objectives), list(constraints)
         self._feasible_mask, self._objective_matrix, self._hypervolume = feasible_mask, objective_matrix, hypervolume
@@ -76,7 +81,6 @@ class Scorer:
 
 def grid_space(space: Any) -> Any:
     """The space the grid enumerates: every dimension reduced to the values the grid visits."""
-    from dse.space import DesignSpace, Dimension
 
     return DesignSpace(tuple(Dimension(d.name, d.ptype, values=tuple(d.grid_values())) for d in space.dims))
 
@@ -94,7 +98,6 @@ def run_strategy(
 ) -> list[dict[str, Any]]:
     """The explorer's ask -> evaluate -> tell loop with ``make_strategy``'s defaults (or ``sampler(seed, budget)``
     in place of the default optuna sampler); distinct points in order."""
-    from dse.search import Observation, OptunaStrategy, make_strategy
 
     if sampler is None:
         search = SimpleNamespace(strategy=name, budget=budget, seed=seed, population=None)
@@ -154,8 +157,6 @@ def ablation() -> list[tuple[str, str, SamplerFactory]]:
 
     import optuna
     from optuna.samplers.nsgaii import BLXAlphaCrossover, SBXCrossover
-
-    from dse.search import default_population, default_startup_trials
 
     def tpe(**overrides: Any) -> SamplerFactory:
         def make(seed: int, budget: int) -> Any:
@@ -221,17 +222,12 @@ def main() -> None:
     ap.add_argument("--strategies", nargs="+", default=["random", "nsga2", "tpe", "gp"], help="which to run")
     args = ap.parse_args()
 
-    from dse.explore import explore
-    from dse.session import build_evaluator
-    from dse.spec import load_spec
-
     spec = load_spec(SPEC)
     objectives, constraints = spec.objective_list(), spec.constraint_list()
     _graph, evaluator = build_evaluator(spec)
-    with tempfile.TemporaryDirectory(prefix="dse-search-eff-") as tmp:
-        start = time.perf_counter()
-        grid = explore(spec, Path(tmp) / "grid", evaluator, executor="local", workers=2, progress=False)
-        grid_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    grid = explore_points(spec, evaluator, executor="local", workers=2)
+    grid_seconds = time.perf_counter() - start
     points = grid.points
     space = grid_space(spec.design_space())
     free = [d.name for d in space.free]

@@ -95,7 +95,7 @@ def explore(
         store.start_run(
             spec.name, spec_yaml_text(spec), context.fingerprint, str(Path(spec_path).resolve()) if spec_path else ""
         )
-        sweep = _run_sweep(context, store, evaluator, executor, workers, progress)
+        sweep = run_sweep(context, store, evaluator, executor, workers, progress)
         sweep_seconds = time.perf_counter() - start
         store.set_status("done")
         run_notes = list(sweep.strategy.notes) + list(sweep.notes)
@@ -131,7 +131,7 @@ def explore_points(
     start = time.perf_counter()
     context = context if context is not None else RunContext.of(spec, space)
     with Store.in_memory() as store:
-        sweep = _run_sweep(context, store, evaluator, executor, workers, progress)
+        sweep = run_sweep(context, store, evaluator, executor, workers, progress)
         points, _ = collect_points(context, store)
     return SweepResult(
         points=points,
@@ -144,7 +144,7 @@ def explore_points(
     )
 
 
-def _run_sweep(
+def run_sweep(
     context: RunContext,
     store: Store,
     evaluator: PointEvaluatorLike | Evaluation,
@@ -152,7 +152,10 @@ def _run_sweep(
     workers: int | None,
     progress: bool,
 ) -> Sweep:
-    """The search loop of one run into ``store``, on the evaluation's own executor or the one asked for."""
+    """The search loop of one run into ``store``, on the evaluation's own executor or the one asked for.
+
+    What ``explore`` and ``explore_points`` run before they collect the points; public for measurements of
+    the loop alone (``benchmarks/memory_sweep.py``)."""
     evaluation = evaluator if isinstance(evaluator, Evaluation) else Evaluation(evaluator)
     strategy = make_strategy(context.spec, context.space, list(context.objectives), list(context.constraints))
     batch_executor = evaluation.batch_executor
