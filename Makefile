@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-all lint bench clean install
+.PHONY: demo test test-slow test-all lint bench clean install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,10 +22,13 @@ demo: $(STAMP)
 	@echo "open runs/quickstart/report.html in a browser"
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -n auto -m slow
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest -q -m ''
+	$(BIN)/python -m pytest -q -n auto -m ''
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -72,6 +72,60 @@ SLOW_TESTS: dict[str, str] = {
     "test_interrupt.py::test_signal_during_export_leaves_no_partial_project[SIGINT]": (
         "the [SIGTERM] case runs the same export cleanup; each case is a subprocess sweep plus a g++ build"
     ),
+    "test_interrupt.py::test_signal_during_sweep_keeps_points_and_resumes[SIGTERM]": (
+        "SIGTERM unwinds as SIGINT does (Terminated is a KeyboardInterrupt): the [SIGINT] case checks the sweep's "
+        "resume, the SIGTERM handler is checked by the writing-outputs and export [SIGTERM] cases"
+    ),
+    "test_surrogate_measured.py::test_cli_measured_then_train_and_eval": (
+        "the three commands chained on wa-hls4ml rows (35 s of gradient boosting): the measured rows are checked "
+        "by test_wa_hls4ml_rows_are_contract_rows_with_measured_truth, train/eval on the command line by "
+        "test_surrogate.py::test_cli_dataset_train_eval"
+    ),
+    "test_surrogate_measured.py::test_dsp_zero_in_the_closed_form_stays_a_finite_prediction": (
+        "a 20 s gradient-boosting fit on every measured row to check one edge (DSP-free designs); the contract "
+        "surrogate on the same rows is fitted and scored by test_fpga_surrogate_held_out_by_network_is_reported_"
+        "next_to_the_model"
+    ),
+    "test_fuzz_inputs.py::test_fuzz_yaml_bombs_and_deep_nesting": (
+        "a 20 s fuzz campaign of hostile YAML; the spec loader's clear-error contract is fuzzed by default in "
+        "test_fuzz_spec_documents"
+    ),
+    "test_search.py::test_optuna_samplers_same_seed_same_points[gp]": (
+        "the Gaussian-process sampler fits a model per proposal (10 s for 6 points); same-seed determinism is "
+        "checked by default for nsga2 and tpe, and the GP's objective scaling by "
+        "test_gp_is_told_objectives_on_one_monotone_log_scale"
+    ),
+    "test_export.py::test_export_jet_mlp_with_csim": (
+        "a second real hls4ml project with a g++ C-simulation build: "
+        "test_quant.py::test_digits_explore_measures_accuracy_and_export_checks_it exports and C-simulates by default"
+    ),
+    "test_quant.py::test_emulator_is_bit_exact_against_hls4ml_csim[mlp_softmax_stable]": (
+        "each case is a g++ build of hls4ml's C simulation; [conv_pool_w8_overrides] runs the same emulator "
+        "against C-sim by default (the softmax tables themselves only here: CI runs the slow suite too)"
+    ),
+    "test_quant.py::test_emulator_is_bit_exact_against_hls4ml_csim[mlp_sigmoid_rnd_sat_stream]": (
+        "each case is a g++ build of hls4ml's C simulation; [conv_pool_w8_overrides] runs by default and the "
+        "fixed-point rounding/saturation modes are checked against exact arithmetic by "
+        "test_fixed_point_modes_match_exact_arithmetic"
+    ),
+    "test_multicore.py::test_fusion_lowers_resnet18_dram_traffic": (
+        "fusion on the whole ResNet-18 (6 s of CP-SAT); test_fused_bands_stay_on_chip_and_cut_dram_traffic checks "
+        "the same rule on a small graph"
+    ),
+    "test_rdu_exact.py::test_plans_match_brute_force_on_random_graphs_and_chips": (
+        "30 random chips against brute force; test_mapper_proves_brute_force_optimum_with_zero_tolerance and the "
+        "threshold/knapsack enumeration test check the same optimality by default"
+    ),
+    "test_rdu_node.py::test_lower_bound_holds_on_random_graphs_and_chips": (
+        "random chips and graphs; test_lower_bound_never_exceeds_the_brute_force_optimum checks the bound by default"
+    ),
+    "test_scalesim_validation.py::test_live_user_mode[ws-8-16]": (
+        "a real SCALE-Sim USER-mode run; [os-16-8] runs SCALE-Sim live by default and every cached USER-mode "
+        "layer is compared in test_scalesim_calc.py"
+    ),
+    "test_import_real_models.py::test_cnn_with_groupnorm_and_upsample[dynamo]": (
+        "the dynamo exporter of the same model; the TorchScript export of it is imported by default"
+    ),
 }
 
 
