@@ -90,7 +90,7 @@ SLOW_TESTS: dict[str, str] = {
         "a 20 s fuzz campaign of hostile YAML; the spec loader's clear-error contract is fuzzed by default in "
         "test_fuzz_spec_documents"
     ),
-    "test_search.py::test_optuna_samplers_same_seed_same_points[gp]": (
+    "test_search.py::test_optuna_samplers_same_seed_same_points[gp-6]": (
         "the Gaussian-process sampler fits a model per proposal (10 s for 6 points); same-seed determinism is "
         "checked by default for nsga2 and tpe, and the GP's objective scaling by "
         "test_gp_is_told_objectives_on_one_monotone_log_scale"
