@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from hwmodels.catalogs.tech import Sourced
+from hwmodels.catalogs.tech import UNVERIFIED, Sourced
 
 DS962 = "AMD/Xilinx DS962 'Alveo U200 and U250 Data Center Accelerator Cards Data Sheet', Table 1 (U250 column)"
 DS963 = "AMD/Xilinx DS963 'Alveo U280 Data Center Accelerator Card Data Sheet', Table 1"
@@ -195,7 +195,6 @@ UG440_SHEETS = (
     "AMD/Xilinx UG440 'Xilinx Power Estimator User Guide', Logic/DSP/BRAM/Clock sheets: XPE prices each resource "
     "as count x clock (MHz) x toggle (or enable) rate x a per-resource coefficient, plus device static power"
 )
-UNVERIFIED = "UNVERIFIED"
 _US_PLUS_CHOSEN = (
     "chosen so that a 100k-LUT, 200k-FF, 1k-DSP, 500-BRAM18K design at 300 MHz and 12.5% toggle draws about 4.5 W "
     "of dynamic power, the order of magnitude XPE gives for such a 16 nm UltraScale+ design at VCCINT 0.85 V; "
