@@ -4,7 +4,8 @@ Why: an accelerator design is only interesting relative to an H100 or an L4 runn
 For each Pareto design and each baseline GPU (``baselines: [h100, a100]`` in the spec, or
 ``dse compare DIR --baselines ...``) this module gives latency, throughput, energy per inference,
 performance per watt and the ratio to the best GPU, per workload and per layer, plus the roofline of the
-best GPU and of the knee design side by side. GPU figures come from ``hwmodels.gpu.model`` (catalog numbers;
+best GPU and of the knee design side by side; a design's perf/W comes from its modelled ``power_w`` (for an
+FPGA design, ``hwmodels.fpga.power``). GPU figures come from ``hwmodels.gpu.model`` (catalog numbers;
 tuning constants fitted to measurements for a calibrated GPU, assumed for a catalog-only one — the
 ``calibration`` column says which; energy an estimate from TDP and utilization). A baseline may be a
 multi-GPU node (``dgx_h100``, ``dgx_a100``): its GPUs run the workload tensor-parallel over NVLink.
@@ -35,6 +36,8 @@ from dse.registry import FAMILIES, GPU_KIND, family, make_mapper
 from dse.rundir import open_run
 from dse.session import build_graph
 from hwmodels.catalogs.gpu import NODES, UnknownGpuError, canonical_baseline_name, get_gpu
+from hwmodels.fpga.model import FpgaDataflowModel
+from hwmodels.fpga.power import POWER_NOTE as FPGA_POWER_NOTE
 from hwmodels.gpu.model import ENERGY_NOTE
 from templates.base import TemplateError
 from templates.gpu import PART_PARAM
@@ -395,6 +398,8 @@ def compare_run(
         ("fig-compare-roofline", roofline_figure(gpus, knee, knee_layers, kind)),
     ]
     notes = [*notes, ENERGY_NOTE, *calibration_notes(gpus)]
+    if kind == FpgaDataflowModel.name:
+        notes.append(FPGA_POWER_NOTE)
     if knee is not None:
         notes.append(f"per-layer columns compare the knee design {str(knee['point_id'])[:8]} with each GPU")
     if pareto.empty:

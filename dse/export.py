@@ -9,13 +9,17 @@ from the ONNX file when the workload is one, else from a seeded generator. ``--c
 simulation with g++ and compares it on seeded inputs with a float reference of the same network.
 
 The project's README names the synthesis command and the prediction; ``dse ingest-report`` reads the
-synthesis report back (hls4ml's report readers) into the run's store next to the prediction.
+synthesis report back (hls4ml's report readers) into the run's store next to the prediction. hls4ml's synthesis
+scripts write no power report; when the user runs Vivado's ``report_power -file <name>power<name>.rpt`` (or keeps an
+implementation run's ``*_power_routed.rpt``) anywhere under the project, ingest reads its Summary table too
+(total on-chip, dynamic and device static power) and sets the total beside the predicted ``power_w``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +36,15 @@ from hwmodels.accuracy.hls_network import WEIGHT_SEED, ExportError, layer_list, 
 from hwmodels.catalogs.fpga import HLS_REPORT_KEYS
 
 PROJECT_DIR = "hls4ml_prj"
+POWER_REPORT_GLOB = "*power*.rpt"
+POWER_REPORT_KEY = "VivadoPowerReport"  # beside hls4ml's CSynthesisReport / VivadoSynthReport in the stored report
+# Vivado report_power's Summary rows -> our names (watts)
+POWER_REPORT_ROWS = {
+    "Total On-Chip Power (W)": "total_on_chip_w",
+    "Dynamic (W)": "dynamic_w",
+    "Device Static (W)": "static_w",
+}
+_POWER_ROW = re.compile(r"^\|\s*(?P<label>[^|]+?)\s*\|\s*(?P<value>[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
 REPORT_FILE = "export_report.json"
 SYNTH_COMMANDS = {
     "Vitis": 'vitis_hls -f build_prj.tcl "csim=0 synth=1 cosim=0 export=0 vsynth=1"',
@@ -256,6 +269,9 @@ def ingest_report(out: Path) -> dict[str, Any]:
         raise ExportError(f"{out} has no {REPORT_FILE}; give a folder written by `dse export`", where=str(out))
     meta = json.loads(meta_file.read_text())
     report = read_synthesis_report(out / PROJECT_DIR, meta["backend"])
+    power = read_power_report(out / PROJECT_DIR)
+    if power is not None:
+        report = {**report, POWER_REPORT_KEY: power}
     run_dir = Path(meta["run_dir"])
     if not (run_dir / STORE_FILE).is_file():
         raise ExportError(f"the run {run_dir} named in {meta_file} has no {STORE_FILE}", where=str(meta_file))
@@ -270,9 +286,33 @@ def ingest_report(out: Path) -> dict[str, Any]:
 
 
 def compare(report: dict[str, Any], predicted: dict[str, float]) -> dict[str, tuple[str, float]]:
-    """Measured (from the HLS report) vs predicted, for the figures both have."""
+    """Measured (from the HLS report, and Vivado's power report when read) vs predicted, for the figures both have."""
     synth = report.get("CSynthesisReport", {})
-    return {ours: (str(synth[theirs]), predicted[ours]) for ours, theirs in HLS_REPORT_KEYS.items() if theirs in synth}
+    rows = {ours: (str(synth[theirs]), predicted[ours]) for ours, theirs in HLS_REPORT_KEYS.items() if theirs in synth}
+    power = report.get(POWER_REPORT_KEY, {})
+    if "total_on_chip_w" in power and "power_w" in predicted:
+        rows["power_w"] = (str(power["total_on_chip_w"]), predicted["power_w"])
+    return rows
+
+
+def parse_power_report(text: str) -> dict[str, float]:
+    """Total on-chip, dynamic and device static power (W) from the Summary table of Vivado's ``report_power``."""
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        match = _POWER_ROW.match(line.strip())
+        if match and match["label"] in POWER_REPORT_ROWS and POWER_REPORT_ROWS[match["label"]] not in found:
+            found[POWER_REPORT_ROWS[match["label"]]] = float(match["value"])
+    return found
+
+
+def read_power_report(project: Path) -> dict[str, Any] | None:
+    """The newest Vivado power report under ``project`` (parsed, with its path), or None when there is none."""
+    candidates = sorted(Path(project).rglob(POWER_REPORT_GLOB), key=lambda path: (path.stat().st_mtime, str(path)))
+    for path in reversed(candidates):
+        power = parse_power_report(path.read_text(errors="replace"))
+        if "total_on_chip_w" in power:
+            return {**power, "file": str(path.relative_to(project))}
+    return None
 
 
 def stored_synthesis(run_dir: Path) -> list[dict[str, Any]]:

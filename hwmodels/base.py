@@ -113,7 +113,13 @@ class DesignFigures:
 
 
 def design_figures(
-    *, seconds: float, energy_pj: float, ops: float, batch: float, throughput_ips: float | None = None
+    *,
+    seconds: float,
+    energy_pj: float,
+    ops: float,
+    batch: float,
+    throughput_ips: float | None = None,
+    interval_seconds: float | None = None,
 ) -> DesignFigures:
     """Latency, throughput, energy, EDP, power and TOPS/W of one evaluation of a design from its totals.
 
@@ -121,14 +127,17 @@ def design_figures(
     zero rates rather than a division error. ``seconds`` and ``energy_pj``: one evaluation's latency and
     energy; ``ops``: its arithmetic operations (2 x MACs, or the graph's flops); ``batch``: the inferences it
     completes (times the evaluations in flight); ``throughput_ips``: the sustained rate of a design that
-    pipelines evaluations, in place of ``batch / seconds``.
+    pipelines evaluations, in place of ``batch / seconds``; ``interval_seconds``: for such a design, the time
+    between the starts of successive evaluations, over which ``energy_pj`` is spent (power, ops/s and the default
+    throughput use it in place of the latency; the EDP keeps the latency).
     """
+    busy = seconds if interval_seconds is None else interval_seconds
     energy_mj = energy_pj * 1e-9
     latency_ms = seconds * 1e3
-    power_w = energy_pj * 1e-12 / seconds if seconds > 0 else 0.0
-    ops_per_s = ops / seconds if seconds > 0 else 0.0
+    power_w = energy_pj * 1e-12 / busy if busy > 0 else 0.0
+    ops_per_s = ops / busy if busy > 0 else 0.0
     if throughput_ips is None:
-        throughput_ips = batch / seconds if seconds > 0 else 0.0
+        throughput_ips = batch / busy if busy > 0 else 0.0
     return DesignFigures(
         latency_ms=latency_ms,
         throughput_ips=throughput_ips,

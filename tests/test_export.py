@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dse.cli import main
-from dse.export import ExportError, export_point, ingest_report, stored_synthesis
+from dse.export import ExportError, export_point, ingest_report, parse_power_report, stored_synthesis
 
 SPEC = """
 name: {name}
@@ -101,6 +101,16 @@ def test_ingest_report_stores_synthesis_next_to_prediction(tmp_path):
     report = export_point(run, _point_id(run), out, backend="Vitis")
     with pytest.raises(ExportError, match="no synthesis report"):
         ingest_report(out)
+    _fake_csynth(out)
+    assert main(["ingest-report", str(out)]) == 0
+    (row,) = stored_synthesis(run)
+    assert row["point_id"] == report["point_id"] and row["report"]["CSynthesisReport"]["DSP"] == "300"
+    assert row["predicted"]["dsp"] == report["predicted"]["dsp"]
+    assert "VivadoPowerReport" not in row["report"]  # no report_power run: nothing invented
+
+
+def _fake_csynth(out: Path) -> None:
+    """The files hls4ml's report reader needs: a Vitis HLS csynth report of made-up figures."""
     solution = out / "hls4ml_prj" / "myproject_prj" / "solution1"
     (solution / "syn" / "report").mkdir(parents=True)
     (out / "hls4ml_prj" / "myproject_prj" / "hls.app").write_text(
@@ -116,10 +126,68 @@ def test_ingest_report_stores_synthesis_next_to_prediction(tmp_path):
         "<BRAM_18K>5376</BRAM_18K><DSP>12288</DSP><FF>3456000</FF><LUT>1728000</LUT><URAM>1280</URAM>"
         "</AvailableResources></AreaEstimates></profile>"
     )
+
+
+# The layout of Vivado's `report_power` text report (2023.2): header, then the Summary table. The figures are made up
+# for the test; the format (labels, column bars, the "Unspecified*" and "NA" cells) is Vivado's.
+VIVADO_POWER_REPORT = """\
+Copyright 1986-2022 Xilinx, Inc. All Rights Reserved. Copyright 2022-2023 Advanced Micro Devices, Inc.
+-------------------------------------------------------------------------------------------------------
+| Tool Version     : Vivado v.2023.2 (lin64) Build 4029153 Fri Oct 13 20:13:54 MDT 2023
+| Command          : report_power -file vivado_power.rpt
+| Design           : myproject
+| Device           : xcu250-figd2104-2L-e
+| Design State     : synthesized
+| Process          : typical
+-------------------------------------------------------------------------------------------------------
+
+Power Report
+
+1. Summary
+----------
+
++--------------------------+--------------+
+| Total On-Chip Power (W)  | 3.612        |
+| Design Power Budget (W)  | Unspecified* |
+| Power Budget Margin (W)  | NA           |
+| Dynamic (W)              | 0.781        |
+| Device Static (W)        | 2.831        |
+| Effective TJA (C/W)      | 0.9          |
+| Junction Temperature (C) | 28.3         |
+| Confidence Level         | Low          |
++--------------------------+--------------+
+
+1.1 On-Chip Components
+----------------------
+
++--------------------------+-----------+----------+-----------+-----------------+
+| On-Chip                  | Power (W) | Used     | Available | Utilization (%) |
++--------------------------+-----------+----------+-----------+-----------------+
+| Clocks                   |     0.052 |        3 |       --- |             --- |
+| DSPs                     |     0.187 |      300 |     12288 |            2.44 |
+| Static Power             |     2.831 |          |           |                 |
+| Total                    |     3.612 |          |           |                 |
++--------------------------+-----------+----------+-----------+-----------------+
+"""
+
+
+def test_parse_power_report_reads_the_summary_table():
+    assert parse_power_report(VIVADO_POWER_REPORT) == {"total_on_chip_w": 3.612, "dynamic_w": 0.781, "static_w": 2.831}
+    assert parse_power_report("no table here") == {}
+
+
+def test_ingest_report_reads_a_vivado_power_report_beside_the_prediction(tmp_path, capsys):
+    run = _run(tmp_path, "jet_mlp", "io_parallel")  # its own run: ingest writes into the run's store
+    out = tmp_path / "exp"
+    report = export_point(run, _point_id(run), out, backend="Vitis")
+    _fake_csynth(out)
+    (out / "hls4ml_prj" / "vivado_power.rpt").write_text(VIVADO_POWER_REPORT)
     assert main(["ingest-report", str(out)]) == 0
+    assert re.search(r"power_w\s+measured\s+3\.612 predicted", capsys.readouterr().out)
     (row,) = stored_synthesis(run)
-    assert row["point_id"] == report["point_id"] and row["report"]["CSynthesisReport"]["DSP"] == "300"
-    assert row["predicted"]["dsp"] == report["predicted"]["dsp"]
+    power = row["report"]["VivadoPowerReport"]
+    assert power == {"total_on_chip_w": 3.612, "dynamic_w": 0.781, "static_w": 2.831, "file": "vivado_power.rpt"}
+    assert row["predicted"]["power_w"] == report["predicted"]["power_w"] > 0
 
 
 def test_bad_point_id_is_a_user_error(tmp_path, capsys, jet_mlp_run):

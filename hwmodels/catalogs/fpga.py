@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from hwmodels.catalogs.tech import Sourced
+from hwmodels.catalogs.tech import UNVERIFIED, Sourced
 
 DS962 = "AMD/Xilinx DS962 'Alveo U200 and U250 Data Center Accelerator Cards Data Sheet', Table 1 (U250 column)"
 DS963 = "AMD/Xilinx DS963 'Alveo U280 Data Center Accelerator Card Data Sheet', Table 1"
@@ -181,3 +181,108 @@ def get_part(name: str) -> FpgaPart:
         if name == part.hls_part:
             return part
     raise UnknownPartError(f"unknown FPGA part {name!r}; choose one of: {', '.join(PARTS)}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Power figures per part (hwmodels.fpga.power prices a design with them)
+# ---------------------------------------------------------------------------------------------------
+UG440_TOGGLE = (
+    "AMD/Xilinx UG440 'Xilinx Power Estimator User Guide' (2021.2), 'Using the Logic Sheet': the default toggle "
+    "rate 12.5% (one transition every eight cycles) and average fanout 3 are 'an average extracted from a suite of "
+    "customer designs'; signal rate (Mtr/s) = clock frequency (MHz) x toggle rate"
+)
+UG440_SHEETS = (
+    "AMD/Xilinx UG440 'Xilinx Power Estimator User Guide', Logic/DSP/BRAM/Clock sheets: XPE prices each resource "
+    "as count x clock (MHz) x toggle (or enable) rate x a per-resource coefficient, plus device static power"
+)
+_US_PLUS_CHOSEN = (
+    "chosen so that a 100k-LUT, 200k-FF, 1k-DSP, 500-BRAM18K design at 300 MHz and 12.5% toggle draws about 4.5 W "
+    "of dynamic power, the order of magnitude XPE gives for such a 16 nm UltraScale+ design at VCCINT 0.85 V; "
+    "no published per-resource coefficient was found with the search tool"
+)
+_SEVEN_SERIES_CHOSEN = (
+    "the UltraScale+ coefficient x 2: 28 nm HPL at VCCINT 1.0 V has about (1.0/0.85)^2 = 1.38x the switching "
+    "energy per unit capacitance and more capacitance per resource than 16 nm; no published per-resource "
+    "coefficient was found"
+)
+_STATIC_CHOSEN = (
+    "device static (leakage) power at a typical process corner and 50 C junction, scaled from the part's LUT count "
+    "at {per_mlut:g} W per million LUTs ({what}); XPE's device-static figure for the part was not found with the "
+    "search tool"
+)
+
+
+@dataclass(frozen=True)
+class FpgaPowerFigures:
+    """The power coefficients of one part: static power, and dynamic power per resource per MHz of clock.
+
+    Dynamic coefficients are microwatts per MHz per resource at the stated ``toggle_rate`` (DSP, LUT, FF) or
+    enable rate (BRAM, URAM; half their cycles, XPE's default), so a design's dynamic power is count x
+    coefficient x clock MHz. ``clock_per_ff`` prices the clock tree per clocked flip-flop (the clock net toggles
+    every cycle), ``clock_network`` the global clock buffer and spine a design always drives.
+    """
+
+    static_w: Sourced
+    toggle_rate: Sourced
+    dsp_uw_per_mhz: Sourced
+    lut_uw_per_mhz: Sourced
+    ff_uw_per_mhz: Sourced
+    bram18k_uw_per_mhz: Sourced
+    uram_uw_per_mhz: Sourced
+    clock_per_ff_uw_per_mhz: Sourced
+    clock_network_uw_per_mhz: Sourced
+
+    def sources(self) -> dict[str, str]:
+        """Field name -> citation."""
+        return {f.name: getattr(self, f.name).source for f in fields(self)}
+
+
+def _coefficient(value: float, what: str, chosen: str) -> Sourced:
+    return Sourced(value, "uW/MHz", f"{UNVERIFIED}: {what}; {chosen}; the pricing rule is {UG440_SHEETS}")
+
+
+def _static(lut: float, per_mlut: float, what: str) -> Sourced:
+    watts = round(lut * 1e-6 * per_mlut, 3)
+    return Sourced(watts, "W", f"{UNVERIFIED}: " + _STATIC_CHOSEN.format(per_mlut=per_mlut, what=what))
+
+
+def _power_figures(part: FpgaPart, static_per_mlut: float, process: str, scale: float, chosen: str):
+    has_uram = part.uram.value > 0
+    return FpgaPowerFigures(
+        static_w=_static(part.lut.value, static_per_mlut, process),
+        toggle_rate=Sourced(0.125, "fraction", UG440_TOGGLE),
+        dsp_uw_per_mhz=_coefficient(3.0 * scale, "one DSP slice multiplying and accumulating", chosen),
+        lut_uw_per_mhz=_coefficient(0.07 * scale, "one LUT6 as logic with its share of routing (fanout 3)", chosen),
+        ff_uw_per_mhz=_coefficient(0.015 * scale, "one CLB flip-flop's data path", chosen),
+        bram18k_uw_per_mhz=_coefficient(
+            2.0 * scale, "one 18 Kb block RAM port read every other cycle (50% enable)", chosen
+        ),
+        uram_uw_per_mhz=_coefficient(
+            6.0 * scale if has_uram else 0.0,
+            "one 288 Kb UltraRAM at 50% enable" if has_uram else "the part has no UltraRAM",
+            chosen,
+        ),
+        clock_per_ff_uw_per_mhz=_coefficient(0.005 * scale, "the clock tree's load per clocked flip-flop", chosen),
+        clock_network_uw_per_mhz=_coefficient(
+            50.0 * scale,
+            "one global clock buffer and its spine (about 15 mW at 300 MHz; the one 7-series Vivado power report "
+            "found, in benchmarks/fpga_power.py, leaves room for no more than about 10 mW at 100 MHz)",
+            chosen,
+        ),
+    )
+
+
+_US_PLUS_PROCESS = "16 nm FinFET UltraScale+ (TSMC 16FF+), VCCINT 0.85 V"
+_SEVEN_SERIES_PROCESS = "28 nm HPL 7 series, VCCINT 1.0 V, about 1/2 the UltraScale+ leakage per LUT-sized tile"
+
+POWER: dict[str, FpgaPowerFigures] = {
+    name: _power_figures(part, 2.5, _US_PLUS_PROCESS, 1.0, _US_PLUS_CHOSEN)
+    for name, part in PARTS.items()
+    if part.name != "xc7z020"
+}
+POWER["xc7z020"] = _power_figures(PARTS["xc7z020"], 2.0, _SEVEN_SERIES_PROCESS, 2.0, _SEVEN_SERIES_CHOSEN)
+
+
+def power_figures(part: FpgaPart) -> FpgaPowerFigures:
+    """The power coefficients of ``part`` (every catalog part has them)."""
+    return POWER[part.name]

@@ -4,13 +4,20 @@ Resources and cycles of each engine come from ``hwmodels.fpga.cost``. The design
 layers' latencies plus ``MODEL_OVERHEAD_CYCLES``; its interval is the slowest stage (io_stream, or io_parallel
 with only Latency-strategy layers) or, for io_parallel designs with Resource layers (which HLS does not overlap,
 as the reference data shows), the latency itself.
+
+Power (``hwmodels.fpga.power``) is static plus dynamic power of the design's resources at its clock, the design
+kept busy. Energy per evaluation is that power over the initiation interval, not the latency: a streaming design
+starts an evaluation every interval, so in steady state each one costs ``interval`` cycles of the whole chip's
+power (its latency overlaps the next evaluations'), which is also what makes ``throughput_ips / power_w`` the
+inferences per joule. Where the interval equals the latency (unpipelined io_parallel Resource designs) the two
+readings agree.
 """
 
 from __future__ import annotations
 
 import math
 
-from hwmodels.base import LayerMetrics, Metrics, graph_batch
+from hwmodels.base import LayerMetrics, Metrics, design_figures, graph_batch
 from hwmodels.catalogs.fpga import get_part
 from hwmodels.fpga.cost import (
     MODEL_OVERHEAD_CYCLES,
@@ -24,6 +31,7 @@ from hwmodels.fpga.cost import (
     shared_engine_resources,
     stream_buffers,
 )
+from hwmodels.fpga.power import design_power
 from mappers.base import Mapping
 from mappers.payloads import LayerGroupPlan
 from templates.fpga_dataflow import FpgaArch
@@ -115,9 +123,27 @@ class FpgaDataflowModel:
             **utils,
             "fpga_util": max(utils.values()),
         }
+        power = design_power(part, totals, arch.freq_mhz)
+        interval_seconds = interval * arch.clock_period_ns * 1e-9
+        breakdown = {name: watts * interval_seconds * 1e12 for name, watts in power.watts.items()}
+        figures = design_figures(
+            seconds=latency_cycles * arch.clock_period_ns * 1e-9,
+            energy_pj=sum(breakdown.values()),
+            ops=2.0 * sum(op.macs for op in graph.ops),
+            batch=samples,
+            throughput_ips=values["throughput_ips"],
+            interval_seconds=interval_seconds,
+        )
+        values.update(
+            power_w=figures.power_w,
+            energy_mj=figures.energy_mj,
+            edp=figures.edp,
+            tops_per_w=figures.tops_per_w,
+        )
         notes = list(mapping.solver.get("notes", []))
         return Metrics(
             values=values,
+            energy_breakdown_pj=breakdown,
             layers=layers,
             info={
                 "exact": True,
