@@ -6,12 +6,22 @@ partial one. The module imports nothing of the project, so every layer (catalog 
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 PARTIAL_MARK = ".partial"  # in the name of every temporary file, so a test can look for any left behind
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """An OSError for no space left (or over quota), or SQLite's 'database or disk is full'."""
+    if isinstance(exc, OSError):
+        return exc.errno in DISK_FULL_ERRNOS
+    return isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc)
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:

@@ -12,14 +12,16 @@ from pathlib import Path
 
 from dse.errors import UserError
 from dse.spec import Spec, parse_spec
-from dse.store import STORE_FILE, Store
+from dse.store import STORE_FILE, Store, check_run_directory, reading_store
 
 __all__ = ["STORE_FILE", "open_run", "open_store", "spec_of"]
 
 
 def open_store(run_dir: Path) -> Store:
-    """The store of an existing run directory; a UserError naming the directory when there is none."""
+    """The store of an existing run directory; a UserError naming the directory when there is none, or when
+    it or its store cannot be read (``dse.store.StoreUnreadable``)."""
     run_dir = Path(run_dir)
+    check_run_directory(run_dir)
     if not (run_dir / STORE_FILE).is_file():
         raise UserError(
             f"{run_dir} is not a run directory (no {STORE_FILE}); give a directory written by `dse explore`",
@@ -40,5 +42,5 @@ def spec_of(run_dir: Path, meta: dict[str, str]) -> Spec:
 @contextmanager
 def open_run(run_dir: Path) -> Iterator[tuple[Store, Spec]]:
     """(store, spec) of an existing run directory; the store closes when the block ends."""
-    with open_store(run_dir) as store:
+    with open_store(run_dir) as store, reading_store(store.path):
         yield store, spec_of(Path(run_dir), store.meta())

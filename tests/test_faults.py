@@ -5,13 +5,21 @@ and a full disk stops a run with a message saying how to resume, leaving no half
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
+import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 
 import psutil
 import pytest
 from test_interrupt import SWEEP_SPEC, dse, stored, wait_for
+
+from dse.cli import main
+from dse.errors import EXIT_USER_ERROR
+from dse.store import STORE_FILE, STORE_SCHEMA_VERSION
 
 
 def still_running(processes: list[psutil.Process]) -> list[psutil.Process]:
@@ -45,3 +53,119 @@ def test_sigkill_of_explore_leaves_no_process_of_the_run(tmp_path: Path, executo
     for process in left:  # do not leak them into the rest of the suite
         process.kill()
     assert not left, [(p.pid, p.cmdline()) for p in left]
+
+
+# -- hostile run directories --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(spec, run directory) of a finished 300-point sweep, to be copied and damaged by each test."""
+    folder = tmp_path_factory.mktemp("good")
+    spec = folder / "spec.yaml"
+    spec.write_text(SWEEP_SPEC.replace("budget: 4000", "budget: 300"))
+    run = folder / "run"
+    assert main(["explore", str(spec), "-o", str(run), "-q", "--executor", "serial"]) == 0
+    return spec, run
+
+
+def zero_pages(store: Path) -> None:
+    with store.open("r+b") as file:
+        file.seek(5 * 4096)
+        file.write(bytes(3 * 4096))
+
+
+def truncate(store: Path) -> None:
+    os.truncate(store, store.stat().st_size // 2)
+
+
+def make_foreign(store: Path) -> None:
+    store.write_bytes(b"this is not an SQLite file\n" * 200)
+
+
+def make_newer(store: Path) -> None:
+    with closing(sqlite3.connect(store)) as db:
+        db.execute(f"PRAGMA user_version = {STORE_SCHEMA_VERSION + 1}")
+
+
+DAMAGES = {
+    "zeroed pages": (zero_pages, "damaged"),
+    "truncated": (truncate, "damaged"),
+    "foreign": (make_foreign, "damaged"),
+    "newer schema": (make_newer, "newer dse"),
+}
+
+
+def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_damaged_or_newer_store_gets_one_message(
+    good_run: tuple[Path, Path], tmp_path: Path, damage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec, run = good_run
+    bad = tmp_path / "bad"
+    shutil.copytree(run, bad)
+    damage_store, words = DAMAGES[damage]
+    damage_store(bad / STORE_FILE)
+    before = (bad / STORE_FILE).read_bytes()
+    for argv in (["report", str(bad)], ["explore", str(spec), "-o", str(bad), "-q", "--executor", "serial"]):
+        assert main(argv) == EXIT_USER_ERROR
+        err = one_error_line(capsys)
+        assert str(bad / STORE_FILE) in err and words in err, err
+        assert ("dse recover" in err) == (words == "damaged"), err
+    assert (bad / STORE_FILE).read_bytes() == before  # left as it was, for `dse recover`
+
+
+def test_run_directory_that_is_a_file_or_holds_a_folder_as_store(
+    good_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec, _ = good_run
+    a_file = tmp_path / "run.txt"
+    a_file.write_text("not a run")
+    odd_store = tmp_path / "odd"
+    (odd_store / STORE_FILE).mkdir(parents=True)
+    for folder, words in ((a_file, "is a file, not a run directory"), (odd_store, "is not a file")):
+        for argv in (["report", str(folder)], ["explore", str(spec), "-o", str(folder), "-q", "--executor", "serial"]):
+            assert main(argv) == EXIT_USER_ERROR
+            assert words in one_error_line(capsys)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every folder whatever its permissions")
+def test_unreadable_run_directory_gets_one_message(
+    good_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, run = good_run
+    locked = tmp_path / "locked"
+    shutil.copytree(run, locked)
+    locked.chmod(0)
+    try:
+        assert main(["report", str(locked)]) == EXIT_USER_ERROR
+        assert "permission denied" in one_error_line(capsys)
+        assert main(["runs", str(tmp_path)]) == 0
+        assert "unreadable" in capsys.readouterr().out
+    finally:
+        locked.chmod(0o755)
+
+
+def test_runs_lists_every_readable_run_and_marks_the_others(
+    good_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, run = good_run
+    shutil.copytree(run, tmp_path / "a-good")
+    for name, (damage_store, _) in DAMAGES.items():
+        folder = tmp_path / name.replace(" ", "-")
+        shutil.copytree(run, folder)
+        damage_store(folder / STORE_FILE)
+    assert main(["runs", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    lines = {line.split()[0]: line for line in captured.out.splitlines()[1:]}
+    assert "interrupt-sweep" in lines[str(tmp_path / "a-good")] and "done" in lines[str(tmp_path / "a-good")]
+    for name in DAMAGES:
+        assert "unreadable:" in lines[str(tmp_path / name.replace(" ", "-"))]
+    assert len(lines) == 1 + len(DAMAGES)
