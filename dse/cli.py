@@ -1,6 +1,6 @@
 """The `dse` command line: every sub-command's parser, and the one place that runs a command.
 
-    explore, evaluate, report, runs, models, params, validate, schedule, compare, export, ingest-report,
+    explore, evaluate, report, runs, recover, models, params, validate, schedule, compare, export, ingest-report,
     surrogate dataset | train | eval | measured
 
 User errors (bad spec, bad model file, illegal parameter value) print one message
@@ -55,7 +55,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
 
 
 def add_core_commands(sub: argparse._SubParsersAction) -> None:
-    """explore, evaluate, report, runs, models, params, validate (run by dse/commands.py)."""
+    """explore, evaluate, report, runs, recover, models, params, validate (run by dse/commands.py)."""
     e = sub.add_parser("explore", help="search a spec's design space; write points, Pareto front and report")
     e.add_argument("spec")
     e.add_argument("-o", "--output", required=True, help="run directory (resumed if it exists)")
@@ -78,6 +78,13 @@ def add_core_commands(sub: argparse._SubParsersAction) -> None:
     ru = sub.add_parser("runs", help="list run directories with their spec, points, front size and status")
     ru.add_argument("root", nargs="?", default="runs")
     ru.set_defaults(run="dse.commands:cmd_runs")
+
+    rc = sub.add_parser(
+        "recover",
+        help="save every readable point of a damaged DIR/store.sqlite into a fresh store (the damaged file is kept)",
+    )
+    rc.add_argument("run_dir")
+    rc.set_defaults(run="dse.commands:cmd_recover")
 
     m = sub.add_parser("models", help="list the built-in model zoo")
     m.set_defaults(run="dse.commands:cmd_models")

@@ -6,10 +6,12 @@ and a full disk stops a run with a message saying how to resume, leaving no half
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import sqlite3
 import time
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
@@ -169,3 +171,46 @@ def test_runs_lists_every_readable_run_and_marks_the_others(
     for name in DAMAGES:
         assert "unreadable:" in lines[str(tmp_path / name.replace(" ", "-"))]
     assert len(lines) == 1 + len(DAMAGES)
+
+
+# -- dse recover ----------------------------------------------------------------------------------------
+
+
+def zero_scattered_pages(store: Path) -> None:
+    with store.open("r+b") as file:
+        for page in (20, 40, 60, 80, 100, 150):
+            file.seek(page * 4096)
+            file.write(bytes(4096))
+
+
+@pytest.mark.parametrize("damage", [zero_scattered_pages, truncate])
+def test_recover_saves_readable_points_and_explore_evaluates_only_the_lost(
+    good_run: tuple[Path, Path], tmp_path: Path, damage: Callable[[Path], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec, run = good_run
+    bad = tmp_path / "bad"
+    shutil.copytree(run, bad)
+    damage(bad / STORE_FILE)
+    damaged_bytes = (bad / STORE_FILE).read_bytes()
+    assert main(["recover", str(bad)]) == 0
+    said = capsys.readouterr().out
+    saved, lost = (int(n) for n in re.search(r"(\d+) point\(s\) saved, (\d+) lost", said).groups())
+    assert saved > 0 and lost > 0 and saved + lost == 300, said
+    kept = list(bad.glob(f"{STORE_FILE}.damaged-*"))
+    assert (
+        len(kept) == 1 and kept[0].read_bytes()[: len(damaged_bytes) // 2] == damaged_bytes[: len(damaged_bytes) // 2]
+    )
+    assert kept[0].name in said
+    assert main(["explore", str(spec), "-o", str(bad), "-q", "--executor", "serial"]) == 0
+    assert f"300 points ({lost} evaluated, {saved} from the store, 0 failed)" in capsys.readouterr().out
+
+
+def test_recover_leaves_a_sound_store_alone(
+    good_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, run = good_run
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    assert main(["recover", str(copy)]) == 0
+    assert "not damaged" in capsys.readouterr().out
+    assert sorted(p.name for p in copy.iterdir()) == sorted(p.name for p in run.iterdir())
