@@ -19,8 +19,8 @@ DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 def is_disk_full(exc: BaseException) -> bool:
     """An OSError for no space left (or over quota), or SQLite's 'database or disk is full'."""
-    if isinstance(exc, OSError):
-        return exc.errno in DISK_FULL_ERRNOS
+    if isinstance(exc, OSError):  # some writers (pyarrow) raise an OSError with the text but no errno
+        return exc.errno in DISK_FULL_ERRNOS or "No space left on device" in str(exc)
     return isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc)
 
 
@@ -39,8 +39,10 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
         write(temporary)
         os.chmod(temporary, 0o644)  # output files are meant to be shared, whatever the umask
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as exc:
         temporary.unlink(missing_ok=True)
+        if is_disk_full(exc):  # name the file the user knows, not the temporary one
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from exc
         raise
     return path
 

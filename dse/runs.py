@@ -14,14 +14,14 @@ import pandas as pd
 from dse.context import RunContext
 from dse.errors import UserError
 from dse.finish import finish_run
-from dse.rundir import STORE_FILE, open_run, open_store
+from dse.rundir import STORE_FILE, open_run, open_store, stops_when_disk_full
 from dse.store import reading_store
 
 
 def rebuild_report(run_dir: Path) -> Path:
     """Regenerate every derived file (points, front, hypervolume, report.html) from the run's store."""
     run_dir = Path(run_dir)
-    with open_run(run_dir) as (store, spec):
+    with stops_when_disk_full(run_dir), open_run(run_dir) as (store, spec):
         report, *_ = finish_run(run_dir, RunContext.of(spec), store, ["report regenerated from the store"])
     if report is None:
         raise UserError(f"no report could be written in {run_dir}", where=str(run_dir))

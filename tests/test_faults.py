@@ -5,6 +5,7 @@ and a full disk stops a run with a message saying how to resume, leaving no half
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -19,9 +20,12 @@ import psutil
 import pytest
 from test_interrupt import SWEEP_SPEC, dse, stored, wait_for
 
+from dse import files as dse_files
+from dse import finish as dse_finish
 from dse.cli import main
 from dse.errors import EXIT_USER_ERROR
-from dse.store import STORE_FILE, STORE_SCHEMA_VERSION
+from dse.files import PARTIAL_MARK
+from dse.store import STORE_FILE, STORE_SCHEMA_VERSION, Store
 
 
 def still_running(processes: list[psutil.Process]) -> list[psutil.Process]:
@@ -214,3 +218,84 @@ def test_recover_leaves_a_sound_store_alone(
     assert main(["recover", str(copy)]) == 0
     assert "not damaged" in capsys.readouterr().out
     assert sorted(p.name for p in copy.iterdir()) == sorted(p.name for p in run.iterdir())
+
+
+# -- full disks -------------------------------------------------------------------------------------------
+
+
+def disk_full_after(calls: int, put_many: Callable[..., None]) -> Callable[..., None]:
+    """``Store.put_many`` that stores ``calls`` times, then fails as SQLite does on a full disk."""
+    done = [0]
+
+    def put_many_until_full(self: Store, *args: object, **kwargs: object) -> None:
+        if done[0] >= calls:
+            raise sqlite3.OperationalError("database or disk is full")
+        done[0] += 1
+        put_many(self, *args, **kwargs)
+
+    return put_many_until_full
+
+
+def test_disk_full_during_the_sweep_stops_with_one_message_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SWEEP_SPEC.replace("budget: 4000", "budget: 300"))
+    run = tmp_path / "run"
+    argv = ["explore", str(spec), "-o", str(run), "-q", "--executor", "serial"]
+    monkeypatch.setattr(Store, "put_many", disk_full_after(120, Store.put_many))
+    assert main(argv) == EXIT_USER_ERROR
+    err = one_error_line(capsys)
+    assert "no space left" in err and str(run / STORE_FILE) in err and "same command" in err, err
+    stored_now = int(re.search(r"(\d+) point\(s\) are stored", err).group(1))
+    assert 0 < stored_now < 300
+    assert not [p for p in run.iterdir() if PARTIAL_MARK in p.name]
+    monkeypatch.undo()
+    assert main(argv) == 0  # space freed: the same command resumes
+    assert f"({300 - stored_now} evaluated, {stored_now} from the store, 0 failed)" in capsys.readouterr().out
+
+
+def fail_when_writing(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every atomic write of a file called ``name`` writes part of it, then fails with ENOSPC."""
+    real = dse_files.atomic_write
+
+    def atomic_write_on_a_full_disk(path: str | Path, write: Callable[[Path], object]) -> Path:
+        def write_then_fill(temporary: Path) -> None:
+            write(temporary)
+            with temporary.open("r+b") as file:  # half of it made it to the disk
+                file.truncate(max(1, temporary.stat().st_size // 2))
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(temporary))
+
+        return real(path, write_then_fill if Path(path).name == name else write)
+
+    monkeypatch.setattr(dse_files, "atomic_write", atomic_write_on_a_full_disk)
+    monkeypatch.setattr(dse_finish, "atomic_write", atomic_write_on_a_full_disk)
+
+
+@pytest.mark.parametrize(
+    "command, failing",
+    [("explore", "points.parquet"), ("explore", "pareto.csv"), ("explore", "report.html"), ("report", "report.html")],
+)
+def test_disk_full_while_writing_outputs_leaves_every_file_whole(
+    good_run: tuple[Path, Path],
+    tmp_path: Path,
+    command: str,
+    failing: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    spec, run = good_run
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    before = {p.name: p.read_bytes() for p in copy.iterdir() if p.name != STORE_FILE}
+    fail_when_writing(failing, monkeypatch)
+    argv = (
+        ["report", str(copy)]
+        if command == "report"
+        else ["explore", str(spec), "-o", str(copy), "-q", "--executor", "serial"]
+    )
+    assert main(argv) == EXIT_USER_ERROR
+    err = one_error_line(capsys)
+    assert f"while writing {copy / failing}" in err and "300 point(s) are stored" in err, err
+    assert not [p for p in copy.iterdir() if PARTIAL_MARK in p.name]
+    assert (copy / failing).read_bytes() == before[failing]  # the old file, whole
