@@ -158,6 +158,23 @@ def test_unreadable_run_directory_gets_one_message(
         locked.chmod(0o755)
 
 
+def test_run_directory_without_permissions_gets_one_message(
+    good_run: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a user without rights on the folder sees (simulated: the suite may run as root, who has every right)."""
+    spec, run = good_run
+    locked = tmp_path / "locked"
+    shutil.copytree(run, locked)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != locked and real_access(path, mode))
+    for argv in (["report", str(locked)], ["explore", str(spec), "-o", str(locked), "-q", "--executor", "serial"]):
+        assert main(argv) == EXIT_USER_ERROR
+        err = one_error_line(capsys)
+        assert str(locked) in err and "permission denied" in err, err
+    assert main(["runs", str(tmp_path)]) == 0
+    assert "unreadable: cannot be read and written (permission denied)" in capsys.readouterr().out
+
+
 def test_runs_lists_every_readable_run_and_marks_the_others(
     good_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
