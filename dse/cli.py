@@ -28,6 +28,7 @@ from typing import Any
 import dse
 from dse.choices import EXPORT_BACKENDS, MEASURED_SOURCE_KINDS, SCHEDULE_MAPPERS, scalesim_cache_dir
 from dse.errors import EXIT_USER_ERROR
+from dse.files import is_disk_full
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -223,6 +224,14 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         return int(command(args) or 0)
     except Exception as exc:
+        if is_disk_full(exc):  # a command with no message of its own for it (explore and report have one)
+            where = getattr(exc, "filename", None) or "its output"
+            print(
+                f"dse: error: no space left on the device while writing {where}; no file was left half-written. "
+                "Free some space and run the same command again",
+                file=sys.stderr,
+            )
+            return EXIT_USER_ERROR
         if not isinstance(exc, user_errors()):
             raise
         print(f"dse: error: {exc}", file=sys.stderr)

@@ -20,6 +20,7 @@ import psutil
 import pytest
 from test_interrupt import SWEEP_SPEC, dse, stored, wait_for
 
+from dse import commands as dse_commands
 from dse import files as dse_files
 from dse import finish as dse_finish
 from dse.cli import main
@@ -287,6 +288,7 @@ def fail_when_writing(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(dse_files, "atomic_write", atomic_write_on_a_full_disk)
     monkeypatch.setattr(dse_finish, "atomic_write", atomic_write_on_a_full_disk)
+    monkeypatch.setattr(dse_commands, "atomic_write", atomic_write_on_a_full_disk)
 
 
 @pytest.mark.parametrize(
@@ -316,3 +318,26 @@ def test_disk_full_while_writing_outputs_leaves_every_file_whole(
     assert f"while writing {copy / failing}" in err and "300 point(s) are stored" in err, err
     assert not [p for p in copy.iterdir() if PARTIAL_MARK in p.name]
     assert (copy / failing).read_bytes() == before[failing]  # the old file, whole
+
+
+def test_disk_full_in_any_other_command_is_one_line(
+    good_run: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec, _ = good_run
+    layers = tmp_path / "layers.csv"
+    fail_when_writing(layers.name, monkeypatch)
+    assert (
+        main(
+            [
+                "evaluate",
+                str(spec),
+                *[f"--point={p}" for p in ("rows=16", "cols=16", "dataflow=ws", "sram_kib=64")],
+                "--layers",
+                str(layers),
+            ]
+        )
+        == EXIT_USER_ERROR
+    )
+    err = one_error_line(capsys)
+    assert f"no space left on the device while writing {layers}" in err and "same command" in err, err
+    assert not layers.exists() and not [p for p in tmp_path.iterdir() if PARTIAL_MARK in p.name]
