@@ -1,6 +1,6 @@
 """The `dse` command line: every sub-command's parser, and the one place that runs a command.
 
-    explore, evaluate, report, runs, models, params, validate, schedule, compare, export, ingest-report,
+    explore, evaluate, report, runs, recover, models, params, validate, schedule, compare, export, ingest-report,
     surrogate dataset | train | eval | measured
 
 User errors (bad spec, bad model file, illegal parameter value) print one message
@@ -28,6 +28,7 @@ from typing import Any
 import dse
 from dse.choices import EXPORT_BACKENDS, MEASURED_SOURCE_KINDS, SCHEDULE_MAPPERS, scalesim_cache_dir
 from dse.errors import EXIT_USER_ERROR
+from dse.files import is_disk_full
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -55,7 +56,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
 
 
 def add_core_commands(sub: argparse._SubParsersAction) -> None:
-    """explore, evaluate, report, runs, models, params, validate (run by dse/commands.py)."""
+    """explore, evaluate, report, runs, recover, models, params, validate (run by dse/commands.py)."""
     e = sub.add_parser("explore", help="search a spec's design space; write points, Pareto front and report")
     e.add_argument("spec")
     e.add_argument("-o", "--output", required=True, help="run directory (resumed if it exists)")
@@ -78,6 +79,13 @@ def add_core_commands(sub: argparse._SubParsersAction) -> None:
     ru = sub.add_parser("runs", help="list run directories with their spec, points, front size and status")
     ru.add_argument("root", nargs="?", default="runs")
     ru.set_defaults(run="dse.commands:cmd_runs")
+
+    rc = sub.add_parser(
+        "recover",
+        help="save every readable point of a damaged DIR/store.sqlite into a fresh store (the damaged file is kept)",
+    )
+    rc.add_argument("run_dir")
+    rc.set_defaults(run="dse.commands:cmd_recover")
 
     m = sub.add_parser("models", help="list the built-in model zoo")
     m.set_defaults(run="dse.commands:cmd_models")
@@ -216,6 +224,14 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         return int(command(args) or 0)
     except Exception as exc:
+        if is_disk_full(exc):  # a command with no message of its own for it (explore and report have one)
+            where = getattr(exc, "filename", None) or "its output"
+            print(
+                f"dse: error: no space left on the device while writing {where}; no file was left half-written. "
+                "Free some space and run the same command again",
+                file=sys.stderr,
+            )
+            return EXIT_USER_ERROR
         if not isinstance(exc, user_errors()):
             raise
         print(f"dse: error: {exc}", file=sys.stderr)

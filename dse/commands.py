@@ -1,4 +1,4 @@
-"""The core commands of `dse`: explore, evaluate, report, runs, models, params, validate.
+"""The core commands of `dse`: explore, evaluate, report, runs, recover, models, params, validate.
 
 Each ``cmd_NAME(args) -> int`` runs one parsed command line; dse/cli.py defines the parsers and loads
 this module only when one of these commands runs (so `dse --help` stays fast).
@@ -18,6 +18,7 @@ from dse.errors import UserError
 from dse.evaluators import prepare_run
 from dse.explore import explore
 from dse.files import atomic_write
+from dse.recover import recover_run
 from dse.registry import families, mapper_option_names
 from dse.runs import list_runs, rebuild_report
 from dse.session import build_evaluator, full_point, parse_point
@@ -79,6 +80,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
     print(header)
     for r in rows:
         print(f"{str(r['dir']):<32} {r['spec']:<28} {r['points']:>7} {r['failed']:>7} {r['front']:>6}  {r['status']}")
+    return 0
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    print(recover_run(Path(args.run_dir)).summary())
     return 0
 
 

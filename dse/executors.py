@@ -9,10 +9,13 @@ initializer, a Dask broadcast), not once per point.
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import multiprocessing
 import os
 import signal
+import sys
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
@@ -109,19 +112,52 @@ class SerialExecutor(Executor):
             yield run_captured(fn, index, item)
 
 
+# -- workers die with their explorer ----------------------------------------------------
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PARENT_POLL_SECONDS = 1.0
+
+
+def exit_with_parent(parent_pid: int) -> None:
+    """Make this worker process end when ``parent_pid`` (the explorer that started it) dies, however it died.
+
+    A SIGKILLed explorer runs no cleanup, so its pool would otherwise live on, orphaned, holding memory.
+    On Linux the kernel sends SIGKILL on the parent's death (prctl PR_SET_PDEATHSIG); everywhere a daemon
+    thread also watches the parent pid, the fallback where prctl is missing. The resource tracker ends by
+    itself once the explorer and every worker holding its pipe are gone.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl in this libc: the watch below still ends the worker
+            pass
+    if os.getppid() != parent_pid:  # the explorer died before the signal was armed
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), name="dse-parent-watch", daemon=True).start()
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """Poll the parent pid; an orphan is re-parented (to init or a subreaper), so a new one means it died."""
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_POLL_SECONDS)
+    os._exit(1)
+
+
 # -- local process pool ----------------------------------------------------------------
 
 _WORKER_TASK: Callable[[Any], Any] | None = None
 
 
-def _install_worker_task(task: Task) -> None:
+def _install_worker_task(task: Task, parent_pid: int | None = None) -> None:
     """Pool initializer: unpickled once per worker process, then reused for every point.
 
     Workers ignore Ctrl-C (the terminal sends it to the whole process group): the explorer
-    process alone handles it, stores what finished and shuts the pool down.
+    process alone handles it, stores what finished and shuts the pool down. They end when the explorer dies.
     """
     global _WORKER_TASK
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent_pid is not None:
+        exit_with_parent(parent_pid)
     _WORKER_TASK = resolve_task(task)
 
 
@@ -147,7 +183,7 @@ class LocalExecutor(Executor):
                 max_workers=self.workers,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_install_worker_task,
-                initargs=(task,),
+                initargs=(task, os.getpid()),
             )
             self._task = task
         return self._pool
@@ -202,6 +238,7 @@ class DaskExecutor(Executor):
     def __init__(self, workers: int | None = None, address: str | None = None, processes: bool = True):
         try:
             from dask.distributed import Client, LocalCluster
+            from distributed.diagnostics.plugin import WorkerPlugin
         except ImportError as exc:  # dask is a declared dependency; say so plainly if it is missing
             raise UserError(
                 "executor 'dask' needs dask[distributed]; install it with pip install 'dask[distributed]'"
@@ -228,6 +265,8 @@ class DaskExecutor(Executor):
                 dashboard_address=None,
             )
             self._client = Client(self._cluster)
+            if processes:
+                self._client.register_plugin(_exit_with_explorer_plugin(WorkerPlugin, os.getpid()), name="dse-lifeline")
         self._task: Task | None = None
         self._task_future: Any = None
 
@@ -254,6 +293,17 @@ class DaskExecutor(Executor):
         self._client.close()
         if self._cluster is not None:
             self._cluster.close()
+
+
+def _exit_with_explorer_plugin(base: type, explorer_pid: int) -> Any:
+    """A Dask worker plugin (``base`` is distributed's WorkerPlugin) that ties each worker of a local cluster,
+    restarted ones included, to the explorer: its nannies live in the explorer, so it is the workers' parent."""
+
+    class ExitWithExplorer(base):  # type: ignore[valid-type, misc]
+        def setup(self, worker: Any) -> None:
+            exit_with_parent(explorer_pid)
+
+    return ExitWithExplorer()
 
 
 def make_executor(name: str | None = None, workers: int | None = None) -> Executor:

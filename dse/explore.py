@@ -27,10 +27,11 @@ from dse.executors import Executor, Outcome, make_executor
 from dse.finish import SweepCounts, collect_points, finish_run, pareto_frame, spec_yaml_text
 from dse.objectives import meets_constraints
 from dse.pareto import FrontTracker
+from dse.rundir import stops_when_disk_full
 from dse.search import Observation, Proposal, SearchStrategy, make_strategy
 from dse.space import DesignSpace
 from dse.spec import Spec
-from dse.store import FlatMetrics, FlatMetricsEvaluator, PointRecord, Store, point_key
+from dse.store import FlatMetrics, FlatMetricsEvaluator, PointRecord, Store, point_key, reading_store
 
 __all__ = [
     "Display",
@@ -90,7 +91,7 @@ def explore(
     start = time.perf_counter()
     context = context if context is not None else RunContext.of(spec, space)
     out_dir = Path(out_dir)
-    with Store.open(out_dir) as store:
+    with stops_when_disk_full(out_dir), Store.open(out_dir) as store, reading_store(store.path):
         spec_path = getattr(spec, "path", None)
         store.start_run(
             spec.name, spec_yaml_text(spec), context.fingerprint, str(Path(spec_path).resolve()) if spec_path else ""

@@ -6,12 +6,22 @@ partial one. The module imports nothing of the project, so every layer (catalog 
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 PARTIAL_MARK = ".partial"  # in the name of every temporary file, so a test can look for any left behind
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """An OSError for no space left (or over quota), or SQLite's 'database or disk is full'."""
+    if isinstance(exc, OSError):  # some writers (pyarrow) raise an OSError with the text but no errno
+        return exc.errno in DISK_FULL_ERRNOS or "No space left on device" in str(exc)
+    return isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc)
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
@@ -29,8 +39,10 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
         write(temporary)
         os.chmod(temporary, 0o644)  # output files are meant to be shared, whatever the umask
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as exc:
         temporary.unlink(missing_ok=True)
+        if is_disk_full(exc):  # name the file the user knows, not the temporary one
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from exc
         raise
     return path
 

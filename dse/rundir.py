@@ -6,20 +6,63 @@ spec it was explored with, so relative model paths resolve as they did when it r
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from dse.errors import UserError
+from dse.files import is_disk_full
 from dse.spec import Spec, parse_spec
-from dse.store import STORE_FILE, Store
+from dse.store import STORE_FILE, Store, check_run_directory, reading_store
 
-__all__ = ["STORE_FILE", "open_run", "open_store", "spec_of"]
+__all__ = ["STORE_FILE", "DiskFull", "open_run", "open_store", "spec_of", "stops_when_disk_full"]
+
+
+class DiskFull(UserError):
+    """The disk filled during a run or a report: one line (exit 2) saying what is safe and how to go on."""
+
+
+@contextmanager
+def stops_when_disk_full(run_dir: Path) -> Iterator[None]:
+    """Turn 'no space left' (an OSError, or SQLite's 'database or disk is full') into DiskFull.
+
+    Nothing is lost when that happens: every point is committed before it is counted (the failed
+    transaction rolls back whole) and every output file is written atomically, so the old file or none
+    is left, never half of one. The message says how many points the store holds and that the same
+    command resumes from them once space is freed."""
+    try:
+        yield
+    except (OSError, sqlite3.OperationalError) as exc:
+        if not is_disk_full(exc):
+            raise
+        store_path = Path(run_dir) / STORE_FILE
+        where = getattr(exc, "filename", None) or store_path
+        stored = stored_points(store_path)
+        kept = "every point evaluated so far is" if stored is None else f"{stored} point(s) are"
+        raise DiskFull(
+            f"no space left on the device while writing {where}; {kept} stored in {store_path} and no file was "
+            "left half-written. Free some space and run the same command again: it resumes from the store",
+            where=str(run_dir),
+        ) from None
+
+
+def stored_points(store_path: Path) -> int | None:
+    """How many points the store holds, read on a connection of its own (None when it cannot be read)."""
+    if not store_path.is_file():
+        return 0
+    try:
+        with closing(sqlite3.connect(f"file:{store_path}?mode=ro", uri=True, timeout=5.0)) as db:
+            return int(db.execute("SELECT COUNT(*) FROM points").fetchone()[0])
+    except sqlite3.Error:
+        return None
 
 
 def open_store(run_dir: Path) -> Store:
-    """The store of an existing run directory; a UserError naming the directory when there is none."""
+    """The store of an existing run directory; a UserError naming the directory when there is none, or when
+    it or its store cannot be read (``dse.store.StoreUnreadable``)."""
     run_dir = Path(run_dir)
+    check_run_directory(run_dir)
     if not (run_dir / STORE_FILE).is_file():
         raise UserError(
             f"{run_dir} is not a run directory (no {STORE_FILE}); give a directory written by `dse explore`",
@@ -40,5 +83,5 @@ def spec_of(run_dir: Path, meta: dict[str, str]) -> Spec:
 @contextmanager
 def open_run(run_dir: Path) -> Iterator[tuple[Store, Spec]]:
     """(store, spec) of an existing run directory; the store closes when the block ends."""
-    with open_store(run_dir) as store:
+    with open_store(run_dir) as store, reading_store(store.path):
         yield store, spec_of(Path(run_dir), store.meta())

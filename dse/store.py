@@ -12,15 +12,19 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import sqlite3
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import dse
+from dse.errors import UserError
+from dse.files import is_disk_full
 
 if TYPE_CHECKING:  # pandas is imported where frames are built: pool workers import this module and stay light
     import pandas as pd
@@ -28,6 +32,8 @@ if TYPE_CHECKING:  # pandas is imported where frames are built: pool workers imp
 STORE_FILE = "store.sqlite"
 _RECORD_COLUMNS = "key, params, status, metrics, reason, eval_s, evaluator, exact, fingerprint, seq, solver"
 POINT_ID_LENGTH = 12
+# PRAGMA user_version of the stores this code writes; a store with a higher one was written by a newer dse
+STORE_SCHEMA_VERSION = 1
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
@@ -160,6 +166,62 @@ class PointRecord:
         return self.status == "ok"
 
 
+class StoreUnreadable(UserError):
+    """A run directory or its store this dse cannot use: damaged, truncated, not SQLite, newer, not a folder.
+
+    A UserError, so every command prints it as one line naming the file and what to do, and exits 2."""
+
+    def __init__(self, path: Path, problem: str, remedy: str):
+        super().__init__(f"{problem}; {remedy}", where=str(path))
+        self.path = path
+        self.problem = problem
+
+
+class StoreDamaged(StoreUnreadable):
+    """A store SQLite cannot read: damaged pages, truncated, not SQLite at all (``dse recover`` saves what it can)."""
+
+
+def damaged_store_error(path: Path, exc: BaseException) -> StoreDamaged:
+    """The one message for a store SQLite cannot read, whatever part of it failed."""
+    return StoreDamaged(
+        path,
+        f"the store cannot be read ({exc}): it is damaged, truncated or not a dse store",
+        f"run `dse recover {path.parent}` to save its readable points into a fresh store, "
+        "or explore into a new directory",
+    )
+
+
+@contextmanager
+def reading_store(path: Path) -> Iterator[None]:
+    """Turn SQLite's 'malformed' / 'not a database' errors met while using the store at ``path`` into
+    StoreUnreadable; a full disk is let through for the caller to report (see dse/rundir.py)."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        if is_disk_full(exc):
+            raise
+        raise damaged_store_error(Path(path), exc) from None
+
+
+def check_run_directory(directory: Path) -> None:
+    """A run directory that is a file, not readable, or whose store is not a file: one message saying so."""
+    store_path = directory / STORE_FILE
+    if directory.exists() and not directory.is_dir():
+        raise StoreUnreadable(
+            directory, "is a file, not a run directory", "give the path of a directory (dse explore creates it)"
+        )
+    if directory.is_dir() and not os.access(directory, os.R_OK | os.W_OK | os.X_OK):
+        raise StoreUnreadable(
+            directory, "cannot be read and written (permission denied)", "fix its permissions or use another directory"
+        )
+    if store_path.exists() and not store_path.is_file():
+        raise StoreUnreadable(store_path, "is not a file", "move it away or explore into a new directory")
+    if store_path.is_file() and not os.access(store_path, os.R_OK | os.W_OK):
+        raise StoreUnreadable(
+            store_path, "cannot be read and written (permission denied)", "fix its permissions or copy the run"
+        )
+
+
 class Store:
     """SQLite-backed store of evaluated points for one run directory."""
 
@@ -169,15 +231,35 @@ class Store:
 
     @classmethod
     def open(cls, directory: Path | str) -> Store:
+        """The store of ``directory`` (created when missing); StoreUnreadable when it cannot be used as one.
+
+        A quick check reads every page once, so a damaged store is named here, before a sweep starts."""
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
+        check_run_directory(directory)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise
+            raise StoreUnreadable(
+                directory, f"cannot be created ({exc.strerror})", "choose another directory"
+            ) from None
         path = directory / STORE_FILE
         db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
-        db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode: a committed transaction survives any process crash (SIGKILL);
-        # only an OS crash / power loss can drop the last few, which then simply re-run.
-        db.execute("PRAGMA synchronous=NORMAL")
-        return cls._with_schema(path, db)
+        try:
+            with reading_store(path):
+                db.execute("PRAGMA journal_mode=WAL")
+                # NORMAL in WAL mode: a committed transaction survives any process crash (SIGKILL);
+                # only an OS crash / power loss can drop the last few, which then simply re-run.
+                db.execute("PRAGMA synchronous=NORMAL")
+                store = cls._with_schema(path, db)
+                (verdict,) = db.execute("PRAGMA quick_check(1)").fetchone()
+                if verdict != "ok":  # e.g. "*** in database main ***\nPage 8: btreeInitPage() returns error code 11"
+                    raise sqlite3.DatabaseError(" ".join(line for line in verdict.splitlines() if "***" not in line))
+        except BaseException:
+            db.close()
+            raise
+        return store
 
     @classmethod
     def in_memory(cls) -> Store:
@@ -186,10 +268,20 @@ class Store:
 
     @classmethod
     def _with_schema(cls, path: Path, db: sqlite3.Connection) -> Store:
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        if version > STORE_SCHEMA_VERSION:
+            raise StoreUnreadable(
+                path,
+                f"was written by a newer dse (store schema {version}; dse {dse.__version__} reads up to "
+                f"{STORE_SCHEMA_VERSION})",
+                "open it with that newer dse, or explore into a new directory",
+            )
         db.executescript(_SCHEMA)
         columns = {row[1] for row in db.execute("PRAGMA table_info(points)")}
         if "solver" not in columns:  # a store written before solver outcomes were kept
             db.execute("ALTER TABLE points ADD COLUMN solver TEXT")
+        if version < STORE_SCHEMA_VERSION:
+            db.execute(f"PRAGMA user_version = {STORE_SCHEMA_VERSION}")
         return cls(path, db)
 
     def close(self) -> None:
@@ -401,7 +493,10 @@ class _Transaction:
         self._db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
-        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type is None:
+            self._db.execute("COMMIT")
+        elif self._db.in_transaction:  # SQLite rolls back by itself on some errors (a full disk): nothing to undo
+            self._db.execute("ROLLBACK")
 
 
 def _record_from_row(row: Sequence[Any]) -> PointRecord:

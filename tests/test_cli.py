@@ -236,6 +236,6 @@ def every_subparser(parser: argparse.ArgumentParser) -> Iterator[argparse.Argume
 
 def test_every_command_names_a_function_that_exists() -> None:
     parsers = [p for p in every_subparser(make_parser()) if p.get_default("run")]
-    assert len(parsers) == 15  # 11 commands, and `surrogate` with 4 of its own
+    assert len(parsers) == 16  # 12 commands, and `surrogate` with 4 of its own
     for parser in parsers:
         assert callable(load_name(parser.get_default("run"))), parser.prog

@@ -46,7 +46,7 @@ LAYERS: list[tuple[str, int]] = [
     # sweep into the explorer -> the evaluator registry (it builds the surrogates' evaluators) and the peers'
     # adapters (they read the surrogates' measured datasets) -> the commands -> the command line (stdlib only).
     (
-        r"dse\.(spec|space|search|store|rundir|objectives|pareto|executors|evaluator_options|choices|context|session"
+        r"dse\.(spec|space|search|store|rundir|recover|objectives|pareto|executors|evaluator_options|choices|context|session"
         r"|describe)(\..*)?$",
         6,
     ),
