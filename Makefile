@@ -21,14 +21,19 @@ demo: $(STAMP)
 	$(BIN)/dse explore designs/quickstart.yaml -o runs/quickstart
 	@echo "open runs/quickstart/report.html in a browser"
 
+# The suite runs one process per core (pytest-xdist, idle workers steal queued tests), each with one BLAS/OpenMP
+# thread: the parallelism is across tests, so numeric libraries must not oversubscribe the cores.
+TEST_ENV := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+PYTEST   := $(TEST_ENV) $(BIN)/python -m pytest -q -n auto --dist worksteal
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto
+	$(PYTEST)
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto -m slow
+	$(PYTEST) -m slow
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto -m ''
+	$(PYTEST) -m ''
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -127,6 +127,35 @@ SLOW_TESTS: dict[str, str] = {
     "test_import_real_models.py::test_cnn_with_groupnorm_and_upsample[dynamo]": (
         "the dynamo exporter of the same model; the TorchScript export of it is imported by default"
     ),
+    "test_import_real_models.py::test_mlp[dynamo]": (
+        "the dynamo export of a plain MLP; the TorchScript export is imported by default, the dynamo exporter "
+        "by test_transformer_encoder[dynamo] and the attention blocks"
+    ),
+    "test_import_real_models.py::test_hugging_face_models[gpt2-dynamo]": (
+        "GPT-2 through the dynamo exporter; [gpt2-torchscript] imports the same model by default and the "
+        "gpt2_block attention case covers the dynamo graph of its attention"
+    ),
+    "test_quant.py::test_emulator_is_bit_exact_against_hls4ml_csim[conv_pool_w8_overrides]": (
+        "a g++ build of hls4ml's C simulation; test_digits_explore_measures_accuracy_and_export_checks_it builds "
+        "the exported project and compares its C simulation with the emulator by default"
+    ),
+    "test_search.py::test_gp_is_told_objectives_on_one_monotone_log_scale": (
+        "a GP fit per proposal (5 s); LogScale serves the GP sampler alone, so the GP path (this test and the "
+        "[gp-6] determinism case) runs in the slow suite, which CI runs after make test"
+    ),
+    "test_faults.py::test_sigkill_of_explore_leaves_no_process_of_the_run[dask]": (
+        "a local Dask cluster killed with its explorer: the worker plugin installs the same parent-death guard "
+        "(dse.executors.exit_with_parent) that [local] checks by default"
+    ),
+    "test_systolic.py::test_more_bandwidth_is_never_slower[os-per_operand]": (
+        "the same monotonicity walk as [ws-per_operand] and the three shared cases, which run by default"
+    ),
+    "test_systolic.py::test_more_bandwidth_is_never_slower[is-per_operand]": (
+        "the same monotonicity walk as [ws-per_operand] and the three shared cases, which run by default"
+    ),
+    "test_user_mode_batch.py::test_filter_reads_identical_on_convolutions[0]": (
+        "a second random seed of the same equality; [1] runs by default"
+    ),
 }
 
 
