@@ -6,7 +6,7 @@ model's LUT/FF constants, so the test half is unseen by both). Per target: the s
 log(measured / model)), the analytical FPGA model alone, and a direct regressor on the raw network sizes
 (``surrogates.truth.wa_hls4ml.train_measured``, no model).
 
-GPU: LLMCompass's measured A100 kernels (``llmcompass:DIR``; or ``--gpu-csv`` from benchmarks/gpu_measure.py),
+GPU: LLMCompass's measured A100 kernels (``llmcompass:DIR``; or ``--gpu-csv`` from tools/gpu_measure.py),
 leave one shape family (one sweep) out. Per family: the surrogate, the GPU model as shipped (its constants were
 calibrated on these very rows, so it has seen the held-out family), and the GPU model refitted
 (``hwmodels.gpu.calibrate.fit``) on the other families only -- the honest analytical figure.
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--wa", type=Path, default=WA)
     parser.add_argument("--llmcompass", type=Path, default=LLMCOMPASS)
-    parser.add_argument("--gpu-csv", type=Path, help="a measurement CSV of benchmarks/gpu_measure.py instead")
+    parser.add_argument("--gpu-csv", type=Path, help="a measurement CSV of tools/gpu_measure.py instead")
     parser.add_argument("--model", default="gb", help="gb | rf")
     parser.add_argument("--skip-refit", action="store_true", help="skip refitting the GPU model per family")
     args = parser.parse_args(argv)

@@ -13,7 +13,7 @@ the tensor cores have no FP8 (Ampere: A100, Jetson Orin).
 The model's own assumptions (achievable fractions, launch overhead, static power) are not outside numbers but
 they sit here too, as ``Sourced`` values whose source starts with ASSUMPTION, so a reader sees every constant
 the GPU model uses in one place. They are the defaults of a *catalog-only* GPU; a GPU measured and fitted
-(``hwmodels.catalogs.gpu_tuning``, ``benchmarks/gpu_calibrate.py``) uses its fitted values instead.
+(``hwmodels.catalogs.gpu_tuning``, ``tools/gpu_calibrate.py``) uses its fitted values instead.
 
 ``python -m hwmodels.catalogs.gpu_tuning`` rewrites ``hwmodels/data/GPU_SOURCES.md`` from the tables below and the
 fitted constants of ``hwmodels/data/gpu_calibration.json``.
@@ -481,7 +481,7 @@ MODEL_ASSUMPTIONS: dict[str, Sourced] = {
         0.80,
         "fraction of peak",
         f"{ASSUMPTION}: best achievable fraction of dense tensor peak for a large, well-tiled GEMM (cuBLAS-class "
-        "kernels sustain roughly 70-90 %); uncalibrated, fit it with benchmarks/gpu_measure.py on a device",
+        "kernels sustain roughly 70-90 %); uncalibrated, fit it with tools/gpu_measure.py on a device",
     ),
     "bandwidth_fraction": Sourced(
         0.85,

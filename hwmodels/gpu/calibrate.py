@@ -1,7 +1,7 @@
 """Calibration of the GPU model on measured kernels: fit one GPU's tuning constants, report the error.
 
 The data is plain rows (``Measurement``: GPU, precision, op, shape, latency, how it was taken), read from the
-CSV ``benchmarks/gpu_measure.py`` writes (``PLAIN_COLUMNS``) or from LLMCompass's "real hardware" files
+CSV ``tools/gpu_measure.py`` writes (``PLAIN_COLUMNS``) or from LLMCompass's "real hardware" files
 (``read_llmcompass``). The model is the project's own (``hwmodels.gpu.cost``): a GEMM is timed with the best
 threadblock tile (wave quantisation over the SMs, shared-memory tile efficiency, pipeline fill for small K),
 a conv with a filter window as its implicit GEMM at its own efficiency plus its own fixed cost (a 1x1 conv is

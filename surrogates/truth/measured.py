@@ -11,7 +11,7 @@ Sources (``KIND:PATH``):
   workload = the network (``d_in-hidden-d_out``), designs = its (precision, ReuseFactor) points.
 - ``reports:RUN_DIR`` -- the synthesis reports ``dse ingest-report`` stored in a run of ``dse explore``;
   workload = the run's network, designs = its exported points.
-- ``gpu-csv:CSV`` -- timed kernels in ``benchmarks/gpu_measure.py``'s format (``hwmodels.gpu.calibrate``);
+- ``gpu-csv:CSV`` -- timed kernels in ``tools/gpu_measure.py``'s format (``hwmodels.gpu.calibrate``);
 - ``llmcompass:DIR`` -- LLMCompass's real-hardware kernel files; for both GPU sources workload = the
   kernel's shape, designs = the GPUs / precisions / execution modes it was timed on.
 
@@ -249,7 +249,7 @@ def read_gpu_csv(path: Path) -> tuple[list[Measurement], list[str]]:
     if missing:
         raise UserError(
             f"is not a GPU measurement CSV (missing columns: {', '.join(missing)}; the format is "
-            f"{', '.join(PLAIN_COLUMNS)}, as benchmarks/gpu_measure.py writes it)",
+            f"{', '.join(PLAIN_COLUMNS)}, as tools/gpu_measure.py writes it)",
             where=str(path),
         )
     rows, families = [], []
