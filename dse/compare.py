@@ -39,6 +39,7 @@ from hwmodels.catalogs.gpu import NODES, UnknownGpuError, canonical_baseline_nam
 from hwmodels.fpga.model import FpgaDataflowModel
 from hwmodels.fpga.power import POWER_NOTE as FPGA_POWER_NOTE
 from hwmodels.gpu.model import ENERGY_NOTE
+from mappers.payloads import GpuKernel
 from templates.base import TemplateError
 from templates.gpu import PART_PARAM
 
@@ -72,6 +73,7 @@ class GpuBaseline:
     precision: str
     arch: Any
     metrics: Any
+    mapping: Any  # the tile mapper's Mapping: which ops run in another kernel's epilogue (GpuKernel.fused_into)
 
 
 @dataclass
@@ -131,8 +133,9 @@ def evaluate_baselines(graph: Graph, names: Sequence[str], precision: str) -> tu
         display = node.display if node is not None else arch.display
         if run_at != precision:
             notes.append(f"{display} has no {precision} tensor math; it runs the workload at {run_at}")
-        metrics = model.evaluate(mapper.map(g, arch), arch)
-        baselines.append(GpuBaseline(name, display, run_at, arch, metrics))
+        mapping = mapper.map(g, arch)
+        metrics = model.evaluate(mapping, arch)
+        baselines.append(GpuBaseline(name, display, run_at, arch, metrics, mapping))
     return baselines, notes
 
 
@@ -227,8 +230,10 @@ def layers_frame(
         clock = b.arch.clock_mhz * 1e6
         base[column] = [layer.cycles / clock * 1e6 for layer in b.metrics.layers]
         for layer in b.metrics.layers:
-            if "fused_into" in layer.extra:
-                fused_into.setdefault(layer.layer, layer.extra["fused_into"])
+            op = b.mapping.ops.get(layer.layer)
+            kernel = op.payload if op is not None else None
+            if isinstance(kernel, GpuKernel) and kernel.fused_into:
+                fused_into.setdefault(layer.layer, kernel.fused_into)
     base["gpu_epilogue_of"] = base["layer"].map(fused_into).fillna("")
     base["best_gpu_us"] = base[columns].min(axis=1)
     if design is not None and design_layers is not None and not design_layers.empty:
@@ -272,7 +277,7 @@ def _gpu_layer_points(b: GpuBaseline) -> pd.DataFrame:
     rows = []
     for layer in b.metrics.layers:
         seconds = layer.cycles / (b.arch.clock_mhz * 1e6)
-        flops = layer.extra.get("flops", 2.0 * layer.macs)
+        flops = layer.row().get("flops", 2.0 * layer.macs)  # the GPU model's per-layer column
         traffic = layer.dram_read_bytes + layer.dram_write_bytes
         if seconds > 0 and flops > 0 and traffic > 0:
             rows.append({"layer": layer.layer, "intensity": flops / traffic, "achieved": flops / seconds})

@@ -95,7 +95,7 @@ class PointEvaluator:
         if self._precisions:  # a quantized import's per-layer precision, for the per-layer report and CSV
             for layer in metrics.layers:
                 if layer.layer in self._precisions:
-                    layer.extra["precision"] = self._precisions[layer.layer]
+                    layer.extra.update(precision=self._precisions[layer.layer])
         return Trace(arch, mapping, metrics)
 
     def __call__(self, point: Mapping[str, Any]) -> Metrics:

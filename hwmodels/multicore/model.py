@@ -66,7 +66,7 @@ class MulticoreModel:
         macs = sum(acc.macs for acc in rows)
         dram_bytes = sum(acc.dram_bytes for acc in rows)
         area = multicore_area_mm2(arch)
-        models = self._models(p, schedule, layers, scale, freq_hz)
+        models = self._models(p, schedule, layers, rows, scale, freq_hz)
         design = design_figures(
             seconds=latency_s,
             energy_pj=energy_pj,
@@ -131,14 +131,17 @@ class MulticoreModel:
         )
 
     @staticmethod
-    def _models(p, schedule: Schedule, layers: list[LayerMetrics], scale: float, freq_hz: float) -> dict:
+    def _models(
+        p, schedule: Schedule, layers: list[LayerMetrics], rows: list[_LayerAcc], scale: float, freq_hz: float
+    ) -> dict:
         """Per-model latency (its first start to its last end), energy and achievable rate."""
         out: dict[str, dict[str, float]] = {}
         for name in p.models:
             mine = [lm for lm, layer in zip(layers, p.layers) if layer.model == name]
+            spans = [span for acc, layer in zip(rows, p.layers) if layer.model == name for span in acc.spans]
             rate = next(layer.rate for layer in p.layers if layer.model == name)
-            first = min(lm.extra["start_cycle"] for lm in mine)
-            last = max(lm.extra["end_cycle"] for lm in mine)
+            first = min(start for start, _ in spans)
+            last = max(end for _, end in spans)
             out[name or "model"] = {
                 "latency_ms": (last - first) / freq_hz * 1e3,
                 "energy_mj": sum(lm.energy_pj for lm in mine) * 1e-9,
