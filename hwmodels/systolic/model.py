@@ -211,24 +211,12 @@ def _mapping_key(op: Op, om: OpMapping, mapping: Mapping) -> tuple:
     tensors = mapping.graph.tensors
     sizes = tuple(tensors[t].numel for t in (*op.inputs, *op.weights, *op.outputs))
     resident = tuple(t in om.resident_inputs for t in op.inputs)
-    plan = om.payload
-    if not isinstance(plan, TiledPlan):
-        plan = om.payload_as(FoldPlan)
-        return (
-            sizes,
-            resident,
-            om.resident_output,
-            bool(plan.fused_into),
-            plan.unit,
-            plan.dense_shape_gemm,  # only the report's before-reshaping utilisation depends on it
-        )
-    operands = tuple((o.role, o.traffic, o.footprint) for o in plan.operands)
+    plan = om.payload if isinstance(om.payload, TiledPlan) else om.payload_as(FoldPlan)
+    head = (sizes, resident, om.resident_output, bool(plan.fused_into), plan.unit)
+    if isinstance(plan, FoldPlan):
+        return (*head, plan.dense_shape_gemm)  # only the report's before-reshaping utilisation depends on it
     return (
-        sizes,
-        resident,
-        om.resident_output,
-        bool(plan.fused_into),
-        plan.unit,
+        *head,
         None,
         tuple(sorted(om.tile.items())),
         tuple(om.loop_order),
@@ -236,7 +224,7 @@ def _mapping_key(op: Op, om: OpMapping, mapping: Mapping) -> tuple:
         plan.dram_write_bytes,
         plan.compute_cycles,
         plan.sram_words,
-        operands,
+        tuple((o.role, o.traffic, o.footprint) for o in plan.operands),
         tuple(mapping.graph.op(n).flops for n in plan.fused_ops),
     )
 
