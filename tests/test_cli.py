@@ -50,7 +50,9 @@ def small_spec(tmp_path: Path) -> Path:
     return path
 
 
-def test_explore_writes_every_output_and_resumes(small_spec: Path, tmp_path: Path) -> None:
+def test_explore_writes_every_output_and_resumes(small_spec: Path, tmp_path: Path, capsys) -> None:
+    """The installed ``dse`` entry point explores (a subprocess); resume, ``runs`` and ``report`` then go through
+    the same ``dse.cli.main`` in this process."""
     out = tmp_path / "run"
     first = dse("explore", str(small_spec), "-o", str(out), "--executor", "serial", "-q")
     assert first.returncode == 0, first.stderr
@@ -66,15 +68,15 @@ def test_explore_writes_every_output_and_resumes(small_spec: Path, tmp_path: Pat
     assert 1 <= len(front) <= 16
     assert set(front["point_id"]) == set(points.loc[points["pareto"], "point_id"])
 
-    again = dse("explore", str(small_spec), "-o", str(out), "--executor", "serial", "-q")
-    assert again.returncode == 0, again.stderr
-    assert "0 evaluated, 16 from the store" in again.stdout
+    code, stdout, err = in_process(capsys, "explore", str(small_spec), "-o", str(out), "--executor", "serial", "-q")
+    assert code == 0, err
+    assert "0 evaluated, 16 from the store" in stdout
 
-    runs = dse("runs", str(tmp_path))
-    assert runs.returncode == 0 and "cli-small" in runs.stdout and "16" in runs.stdout
+    code, stdout, _ = in_process(capsys, "runs", str(tmp_path))
+    assert code == 0 and "cli-small" in stdout and "16" in stdout
     (out / "report.html").unlink()
-    rep = dse("report", str(out))
-    assert rep.returncode == 0, rep.stderr
+    code, _, err = in_process(capsys, "report", str(out))
+    assert code == 0, err
     assert (out / "report.html").stat().st_size > 100_000  # plotly.js is embedded
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import pytest
@@ -119,21 +119,39 @@ def _targets(module: str, path: Path, node: ast.Import | ast.ImportFrom) -> list
     return found
 
 
+@cache
+def parsed(path: Path) -> ast.Module:
+    """The syntax tree of one file, parsed once per test process (several checks walk the same files)."""
+    return ast.parse(path.read_text(), filename=str(path))
+
+
 @lru_cache(maxsize=1)
 def imports() -> list[tuple[str, str, str, int, bool]]:
     """(importer, imported, name, line, inside a function) for every project import."""
     rows = []
     for module, path in modules().items():
-        tree = ast.parse(path.read_text(), filename=str(path))
-        nested: set[int] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                nested.update(id(inner) for inner in ast.walk(node) if inner is not node)
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                for target, name in _targets(module, path, node):
-                    rows.append((module, target, name, node.lineno, id(node) in nested))
+        for node, inside in sorted(_import_nodes(parsed(path)), key=lambda pair: pair[0].lineno):
+            for target, name in _targets(module, path, node):
+                rows.append((module, target, name, node.lineno, inside))
     return rows
+
+
+def _import_nodes(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement of a tree, and whether it sits inside a function (one walk over statements)."""
+    found = []
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:
+        node, inside = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append((node, inside))
+        body_inside = inside or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        # Imports are statements: only statements (and handler/case blocks) can hold one, expressions never.
+        stack.extend(
+            (child, body_inside)
+            for child in ast.iter_child_nodes(node)
+            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))
+        )
+    return found
 
 
 def test_no_project_import_inside_a_function():
@@ -214,7 +232,7 @@ def test_families_register_only_in_the_registry():
     for module, path in modules().items():
         if module == "dse.registry":
             continue
-        tree = ast.parse(path.read_text())
+        tree = parsed(path)
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name == "family":
                 elsewhere.append(f"{module} line {node.lineno}")
@@ -238,6 +256,11 @@ def test_the_checker_sees_what_it_must():
     """The walk finds imports at module level and inside functions, and resolves relative imports."""
     rows = imports()
     assert any(m == "dse.registry" and t.startswith("templates.") for m, t, *_ in rows)
+    source = "import a\ndef f():\n    try:\n        import b\n    except E:\n        import c\nclass K:\n    import d\n"
+    tree = ast.parse(source)
+    assert sorted((node.names[0].name, inside) for node, inside in _import_nodes(tree)) == [
+        ("a", False), ("b", True), ("c", True), ("d", False)
+    ]  # fmt: skip
     assert layer_of("hwmodels.systolic.model") == 4 and layer_of("hwmodels.systolic.pricing") == 2
     assert layer_of("hwmodels.accuracy") == 4 and layer_of("hwmodels.accuracy.hls_emulator") == 4
     assert layer_of("dse.cli") == 12 and layer_of("dse.report.figures") == 7 and layer_of("dse.evaluators") == 10
@@ -298,9 +321,7 @@ def _names_a_file_of(tree: ast.AST, folder: str) -> list[int]:
 @pytest.mark.parametrize("folder", SCRIPT_FOLDERS)
 def test_scripts_and_tests_do_not_edit_sys_path(folder):
     edits = [
-        f"{path.relative_to(ROOT)} line {line}"
-        for path in _script_files(folder)
-        for line in _path_edits(ast.parse(path.read_text()))
+        f"{path.relative_to(ROOT)} line {line}" for path in _script_files(folder) for line in _path_edits(parsed(path))
     ]
     assert not edits, "sys.path edited (the package is installed; import it as a user does):\n" + "\n".join(edits)
 
@@ -312,7 +333,7 @@ def test_no_imports_across_benchmarks_and_tests(importer, imported):
     names = _module_names(imported)
     crossing = []
     for path in _script_files(importer):
-        tree = ast.parse(path.read_text())
+        tree = parsed(path)
         crossing += [f"{path.relative_to(ROOT)} line {n}: imports {m}" for m, n in _imported_roots(tree) if m in names]
         crossing += [
             f"{path.relative_to(ROOT)} line {n}: loads a file of {imported}/" for n in _names_a_file_of(tree, imported)
@@ -328,7 +349,7 @@ def test_scripts_do_not_import_each_other(folder):
     shared = [
         f"{path.relative_to(ROOT)} line {n}: imports {m}"
         for path in _script_files(folder)
-        for m, n in _imported_roots(ast.parse(path.read_text()))
+        for m, n in _imported_roots(parsed(path))
         if m in names and m != path.stem
     ]
     assert not shared, f"{folder}/ scripts import each other (what they share belongs in the library):\n" + "\n".join(
@@ -374,7 +395,7 @@ def test_only_the_family_rooms_name_a_template_kind():
             relative = path.relative_to(ROOT).as_posix()
             if relative.startswith(KIND_ROOMS):
                 continue
-            tree = ast.parse(path.read_text())
+            tree = parsed(path)
             skip = _docstrings(tree)
             for node in ast.walk(tree):
                 if isinstance(node, ast.Constant) and node.value in kinds and id(node) not in skip:

@@ -52,12 +52,21 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def run_chromium(page: Path, profile: Path, *extra: str, timeout: float = 90) -> str:
-    """Run headless Chromium on a local file; returns stdout (the DOM for --dump-dom)."""
-    command = [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, page.resolve().as_uri()]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
-    assert result.returncode == 0, f"chromium exited {result.returncode}: {result.stderr[-2000:]}"
-    return result.stdout
+def chromium_command(page: Path, profile: Path, *extra: str) -> list[str]:
+    """The headless Chromium command line that opens a local file with its own profile."""
+    return [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, page.resolve().as_uri()]
+
+
+def run_chromium(*commands: list[str], timeout: float = 90) -> list[str]:
+    """Run headless Chromium commands side by side (each its own profile); returns each stdout (the DOM for
+    --dump-dom). Side by side because most of a run is the browser starting, not drawing."""
+    runs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
+    outputs = []
+    for run in runs:
+        stdout, stderr = run.communicate(timeout=timeout)
+        assert run.returncode == 0, f"chromium exited {run.returncode}: {stderr[-2000:]}"
+        outputs.append(stdout)
+    return outputs
 
 
 def figure_segments(dom: str, figure_ids: list[str]) -> dict[str, tuple[str, str]]:
@@ -85,15 +94,16 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict:
     static = page.read_text(encoding="utf-8")
     figure_ids = re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', static)
     assert not re.search(r'<div id="fig-[^"]*"[^>]*js-plotly-plot', static), "the class must come from plotly.js"
-    dom = run_chromium(page, directory / "profile-dom", "--dump-dom")
-    dom = re.sub(r"<script\b.*?</script>", "", dom, flags=re.S)  # the plotly.js source itself is not the page
-    shot = directory / "report.png"
-    run_chromium(page, directory / "profile-shot", f"--screenshot={shot}", "--window-size=1400,2000")
     # The control: the same page without plotly.js, i.e. the text and boxes but no figure.
     control_page = directory / "control.html"
     control_page.write_text(static.replace(plotly.offline.get_plotlyjs(), "/* plotly.js left out */"), encoding="utf-8")
-    control_shot = directory / "control.png"
-    run_chromium(control_page, directory / "profile-control", f"--screenshot={control_shot}", "--window-size=1400,2000")
+    shot, control_shot = directory / "report.png", directory / "control.png"
+    window = "--window-size=1400,2000"
+    dom, _ = run_chromium(  # one run gives both the DOM after scripts and the screenshot
+        chromium_command(page, directory / "profile-page", "--dump-dom", f"--screenshot={shot}", window),
+        chromium_command(control_page, directory / "profile-control", f"--screenshot={control_shot}", window),
+    )
+    dom = re.sub(r"<script\b.*?</script>", "", dom, flags=re.S)  # the plotly.js source itself is not the page
     return {"figure_ids": figure_ids, "dom": dom, "screenshot": shot, "control": control_shot, "run": run}
 
 

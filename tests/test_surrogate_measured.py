@@ -100,8 +100,13 @@ def test_gpu_csv_rows_price_each_kernel_and_group_by_shape_family(tmp_path):
         sorted(np.array([2e-4, 1.1e-3, 3e-5, 9e-5, 1.2e-4, 4e-5, 4.5e-5, 5e-5]) * 1e3),
     )
     assert (data["base_latency_ms"] > 0).all() and data["g_log_flops"].nunique() == 8
-    result = group_out_comparison(data, "family", ("latency_ms",), "gb")
-    assert result["all"]["latency_ms"]["surrogate"]["n"] == 8
+    # Leave one family out on two families (three kernels): each row is predicted by the fit that never saw its
+    # family. Two families keep it to two boosting fits (the 8-row walk refits 56 times for its inner checks).
+    two = data[data["family"].isin(["gemm/square", "gelu/gelu"])]
+    result = group_out_comparison(two, "family", ("latency_ms",), "gb")
+    assert list(result) == ["all", "gelu/gelu", "gemm/square"]
+    assert result["all"]["latency_ms"]["surrogate"]["n"] == 3
+    assert result["gemm/square"]["latency_ms"]["surrogate"]["n"] == 2
 
 
 @pytest.mark.skipif(not LLMCOMPASS.is_dir(), reason=f"LLMCompass A100 data absent ({LLMCOMPASS})")
