@@ -9,8 +9,11 @@ a plain GEMM), softmax / layernorm / GELU as memory-bound kernels; a measured ea
 per-call cost, partly overlapped with the device work (rows taken otherwise, e.g. CUDA-graph replays, are
 device time only). :func:`fit` finds, by bounded robust least squares on log errors (scipy; soft-L1, so one
 kernel the model does not describe cannot drag the rest), the constants of ``GpuTuning`` the rows can
-constrain (``free_parameters``: host costs only from eager rows, conv constants only from conv rows, ...)
-and keeps the others at their starting values; :func:`cross_validate` reports k-fold error per op kind.
+constrain (``free_parameters``: a host cost only from a host-bound eager row of its kind, the device's fixed
+cost and the host/device overlap only when some rows are device time alone, conv constants only from conv
+rows, ...) and keeps the others at stated values (a GEMM host cost no row shows follows the softmax one by a
+measured ratio, ``host_ties``); :func:`cross_validate` reports k-fold error per op kind and
+:func:`family_cross_validate` the error on whole shape families held out of the fit.
 No learned residual: a parametric model transfers to shapes it never saw.
 """
 
