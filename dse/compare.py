@@ -36,9 +36,10 @@ from dse.registry import FAMILIES, GPU_KIND, family, make_mapper
 from dse.rundir import open_run
 from dse.session import build_graph
 from hwmodels.catalogs.gpu import NODES, UnknownGpuError, canonical_baseline_name, get_gpu
+from hwmodels.catalogs.gpu_tuning import energy_source
 from hwmodels.fpga.model import FpgaDataflowModel
 from hwmodels.fpga.power import POWER_NOTE as FPGA_POWER_NOTE
-from hwmodels.gpu.model import ENERGY_NOTE
+from hwmodels.gpu.model import ENERGY_MEASURED_NOTE, ENERGY_NOTE
 from mappers.payloads import GpuKernel
 from templates.base import TemplateError
 from templates.gpu import PART_PARAM
@@ -402,7 +403,9 @@ def compare_run(
         ("fig-compare-bars", comparison_bar_figure(summary)),
         ("fig-compare-roofline", roofline_figure(gpus, knee, knee_layers, kind)),
     ]
-    notes = [*notes, ENERGY_NOTE, *calibration_notes(gpus)]
+    measured = [bool(b.arch.tuning.power) for b in gpus]
+    energy = [ENERGY_NOTE] * (not measured or not all(measured)) + [ENERGY_MEASURED_NOTE] * any(measured)
+    notes = [*notes, *energy, *calibration_notes(gpus)]
     if kind == FpgaDataflowModel.name:
         notes.append(FPGA_POWER_NOTE)
     if knee is not None:
@@ -416,7 +419,7 @@ def calibration_notes(baselines: Sequence[GpuBaseline]) -> list[str]:
     """Per GPU: calibrated on which measurements, or catalog-only; nodes say how they split the work."""
     notes = []
     for b in baselines:
-        line = f"{b.display}: {b.arch.calibration}"
+        line = f"{b.display}: {b.arch.calibration}; energy: {energy_source(b.arch.tuning)}"
         if b.arch.gpus > 1:
             line += (
                 f"; {b.arch.gpus} GPUs tensor-parallel (Megatron-style: one ring all-reduce per column/row matmul "

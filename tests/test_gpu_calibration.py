@@ -18,7 +18,10 @@ from hwmodels.catalogs.gpu_tuning import (
     CALIBRATION_JSON,
     CONV_EFFICIENCY_DEFAULT,
     CONV_FIXED_US_DEFAULT,
+    ENERGY_CATALOG,
+    ENERGY_MEASURED,
     GpuTuning,
+    KernelPower,
     calibration_for,
     calibrations,
     default_tuning,
@@ -27,18 +30,22 @@ from hwmodels.catalogs.gpu_tuning import (
 )
 from hwmodels.gpu.calibrate import (
     OP_KINDS,
+    Fit,
     Measurement,
     evaluate,
+    family_cross_validate,
     fit,
     mape_by_kind,
     predict_seconds,
     read_llmcompass,
     read_measurements,
+    shape_family,
     with_tuning,
     write_measurements,
 )
-from hwmodels.gpu.cost import Gemm, Tile, allgather_seconds, allreduce_seconds, gemm_cost
-from hwmodels.gpu.model import GpuModel
+from hwmodels.gpu.calibrate_power import fit_power, power_errors, row_activity
+from hwmodels.gpu.cost import Gemm, KernelCost, Tile, allgather_seconds, allreduce_seconds, gemm_cost
+from hwmodels.gpu.model import GpuModel, kernel_power_w
 from mappers.gpu import GpuTileMapper, best_tile
 from templates.base import TemplateError
 from templates.gpu import CATALOG_ONLY, GpuTemplate
@@ -56,18 +63,21 @@ def _gemm_like_convs(arch):
     return with_tuning(arch, replace(arch.tuning, conv_efficiency=1.0, conv_fixed_us=0.0))
 
 
-def _synthetic_rows(truth, noise: float, seed: int) -> list[Measurement]:
-    """'Measurements' of a GPU whose constants are ``truth``: GEMM, softmax, layernorm and GELU sweeps."""
+def _synthetic_rows(truth, noise: float, seed: int, graph_every: int = 0) -> list[Measurement]:
+    """'Measurements' of a GPU whose constants are ``truth``: GEMM, softmax, layernorm and GELU sweeps, timed
+    eager; with ``graph_every`` n, every n-th shape also as a CUDA graph (device time alone)."""
     rng = np.random.default_rng(seed)
     shapes = [("gemm", m, n, k) for m in (64, 512, 4096) for n, k in ((12288, 12288), (1024, 4096), (256, 256))]
     shapes += [(op, r, c, 0) for op in ("softmax", "layernorm") for r, c in ((4096, 2**e) for e in range(5, 16, 2))]
     shapes += [(op, 2**e, 4096, 0) for op in ("softmax", "layernorm") for e in range(6, 16, 2)]
     shapes += [("gelu", 2**e, 1, 0) for e in range(10, 30, 2)]
     rows = []
-    for op, m, n, k in shapes:
-        row = Measurement("a100_80gb", "fp16", op, m, n, k, 1, 1.0, "eager synthetic")
-        seconds = predict_seconds(row, truth) * float(rng.uniform(1 - noise, 1 + noise))
-        rows.append(replace(row, seconds=seconds))
+    for i, (op, m, n, k) in enumerate(shapes):
+        methods = ("eager synthetic", "graph synthetic") if graph_every and i % graph_every == 0 else ("eager",)
+        for method in methods:
+            row = Measurement("a100_80gb", "fp16", op, m, n, k, 1, 1.0, method, name=f"{op}_{i}")
+            seconds = predict_seconds(row, truth) * float(rng.uniform(1 - noise, 1 + noise))
+            rows.append(replace(row, seconds=seconds))
     return rows
 
 
@@ -81,8 +91,10 @@ def test_fit_recovers_known_constants_from_synthetic_measurements() -> None:
     tuning = with_kernel(tuning, "layernorm", bandwidth_fraction=0.75, host_us=40.0, long_row_passes=2.0)
     tuning = with_kernel(tuning, "elementwise", bandwidth_fraction=0.8, host_us=30.0)
     truth = with_tuning(catalog, tuning)
-    result = fit(_synthetic_rows(truth, 0.01, 0), catalog)
+    # graph twins of some shapes: the only rows that show the overlap exponent and the device's fixed cost
+    result = fit(_synthetic_rows(truth, 0.01, 0, graph_every=4), catalog)
     got = result.tuning
+    assert got.overlap_exponent == pytest.approx(2.5, rel=0.15) and got.launch_us == pytest.approx(4.0, rel=0.15)
     assert got.compute_fraction == pytest.approx(0.7, rel=0.05)
     assert got.long_row_bytes == 16384.0
     for kind, bandwidth, host in (("softmax", 0.5, 12.0), ("layernorm", 0.75, 40.0), ("elementwise", 0.8, 30.0)):
@@ -93,15 +105,27 @@ def test_fit_recovers_known_constants_from_synthetic_measurements() -> None:
 
 
 def test_constants_no_row_constrains_are_named() -> None:
-    """Only large, compute-bound GEMMs: nothing tells the GEMM bandwidth fraction; the fit says so."""
+    """Only large, compute-bound GEMMs, timed eager: nothing tells the GEMM bandwidth fraction, nor the GEMM
+    host cost (device time hides it: it follows the softmax one by the measured ratio), nor the device's fixed
+    cost and the overlap (no CUDA-graph row: serial timing, p = 1); the fit says so for each."""
     catalog = _catalog_arch()
-    truth = with_tuning(catalog, replace(default_tuning(), compute_fraction=0.85))
+    serial = gpu_catalog.assumption("serial_overlap_exponent")
+    truth = with_tuning(catalog, replace(default_tuning(), compute_fraction=0.85, overlap_exponent=serial))
+    truth = with_tuning(truth, with_kernel(truth.tuning, "softmax", host_us=12.0))
+    ratio = gpu_catalog.assumption("gemm_host_ratio")
+    truth = with_tuning(truth, with_kernel(truth.tuning, "gemm", host_us=12.0 * ratio))
     rows = [r for r in _synthetic_rows(truth, 0.0, 1) if r.op != "gemm" or r.M * r.N * r.K > 1e10]
     result = fit(rows, catalog)
     assert result.tuning.compute_fraction == pytest.approx(0.85, rel=0.05)
     assert "bandwidth_fraction" in result.unidentified
     assert any(note.startswith("bandwidth_fraction: no row constrains it") for note in result.notes)
     assert "compute_fraction" not in result.unidentified
+    got = result.tuning
+    assert got.kernel("softmax").host_us == pytest.approx(12.0, rel=0.05)
+    assert got.kernel("gemm").host_us == pytest.approx(ratio * got.kernel("softmax").host_us)
+    assert any(note.startswith("gemm.host_us: no host-bound row") for note in result.notes)
+    assert got.overlap_exponent == serial and got.launch_us == catalog.tuning.launch_us
+    assert {"launch_us", "overlap_exponent"} <= set(result.unidentified)
 
 
 def test_plain_measurement_csv_round_trips(tmp_path: Path) -> None:
@@ -115,6 +139,72 @@ def test_plain_measurement_csv_round_trips(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert read_measurements(path) == rows
     assert [m.kind for m in rows] == ["GEMM", "softmax"] and not rows[1].eager
+
+
+def test_held_out_shape_families_are_never_seen_in_any_timing() -> None:
+    """Leave-one-family-out: a GEMM family (its eager and graph twins alike, and both sides of the GPU's ridge
+    point as two families) is predicted by a fit that saw none of its rows; other kinds always train."""
+    arch = _catalog_arch("h100_sxm")
+    rows = [
+        Measurement("h100_sxm", "fp16", "gemm", 4096, 4096, 4096, 1, 2e-4, method, name="square_4096")
+        for method in ("eager", "graph")
+    ]
+    rows += [Measurement("h100_sxm", "fp16", "gemm", 256, 256, 256, 1, 3e-6, name="square_256")]
+    rows += [Measurement("h100_sxm", "fp16", "gemm", 1, 4096, 4096, 1, 1e-5, name="gemv_1x4096")]
+    rows += [Measurement("h100_sxm", "fp16", "softmax", 4096, 1024, 0, 1, 1e-5, name="softmax_4096x1024")]
+    assert [shape_family(m, arch) for m in rows] == [
+        "square/compute-bound", "square/compute-bound", "square/bandwidth-bound", "gemv/bandwidth-bound",
+        "softmax/softmax",
+    ]  # fmt: skip
+    seen: list[set[str]] = []
+
+    def fitter(train: list[Measurement], start) -> Fit:
+        seen.append({m.name for m in train})
+        return Fit(start.tuning, {}, [], [])
+
+    held = family_cross_validate(rows, arch, fitter=fitter)
+    assert list(held) == ["gemv/bandwidth-bound", "square/bandwidth-bound", "square/compute-bound"]
+    assert seen == [
+        {"square_4096", "square_256", "softmax_4096x1024"},
+        {"square_4096", "gemv_1x4096", "softmax_4096x1024"},
+        {"square_256", "gemv_1x4096", "softmax_4096x1024"},
+    ]
+    assert [m.method for m, _ in held["square/compute-bound"]] == ["eager", "graph"]
+    assert all(p == predict_seconds(m, arch) for pairs in held.values() for m, p in pairs)
+
+
+def test_board_power_columns_fit_energy_per_kernel_kind(tmp_path: Path) -> None:
+    """FORMAT TEST, not a measurement: a CSV with the power columns tools/gpu_measure.py --power writes, its
+    watts made up from known constants; the reader keeps them, the fit finds the constants, the calibration
+    entry carries them and the model's energy then uses them instead of the catalog estimate."""
+    arch = _catalog_arch("h100_sxm")
+    truth = {"gemm": (90.0, 520.0), "softmax": (85.0, 300.0)}
+    rows = []
+    for i, (op, m, n, k, call_s) in enumerate(
+        [("gemm", 4096, 4096, 4096, 2.2e-4), ("gemm", 1024, 1024, 1024, 2e-5), ("gemm", 8, 4096, 4096, 3e-5)]
+        + [("softmax", 4096, 4096, 0, 6e-5), ("softmax", 4096, 1024, 0, 2e-5), ("gelu", 2**20, 1, 0, 1e-5)]
+    ):
+        row = Measurement("h100_sxm", "fp16", op, m, n, k, 1, call_s, "graph synthetic", "format test", f"r{i}")
+        row = replace(row, power_call_s=call_s, power_w=1.0)
+        static, dynamic = truth.get(op, (0.0, 0.0))
+        rows.append(replace(row, power_w=static + dynamic * row_activity(row, arch) if op in truth else 150.0))
+    back = read_measurements(write_measurements(tmp_path / "power.csv", rows))
+    assert back == rows and "power_w" in pd.read_csv(tmp_path / "power.csv").columns
+    power = fit_power(back, arch)
+    assert [p.kind for p in power] == ["gemm", "softmax"]  # one GELU row: no line, the catalog stays
+    for p in power:
+        assert (p.static_w, p.dynamic_w) == pytest.approx(truth[p.kind], rel=1e-6) and p.rows == 2 + (p.kind == "gemm")
+    assert max(power_errors(back, arch, power).values()) < 1e-6
+    cost = gemm_cost(
+        Gemm(4096, 4096, 4096, 1), Tile(128, 128, 32), arch, a_dram_bytes=1, b_dram_bytes=1, c_dram_bytes=1
+    )
+    measured = with_tuning(arch, replace(arch.tuning, power=power))
+    static, compute, memory = kernel_power_w(cost, measured, measured.peak_flops)
+    assert static == pytest.approx(90.0) and compute + memory <= 520.0
+    assert kernel_power_w(cost, arch, arch.peak_flops)[0] == pytest.approx(0.25 * arch.tdp_w)  # catalog share
+    pool = replace(cost, kind="pool")  # an unmeasured kind (elementwise): the catalog estimate
+    assert kernel_power_w(pool, measured, measured.peak_flops) == kernel_power_w(pool, arch, arch.peak_flops)
+    assert isinstance(cost, KernelCost) and GpuTuning.from_dict(measured.tuning.to_dict()) == measured.tuning
 
 
 # ------------------------------------------------------------------------------------------ the H100 data
@@ -338,5 +428,10 @@ def test_node_presets_and_provenance_in_the_comparison() -> None:
     assert "calibrated" in table
     notes = calibration_notes(gpus)
     assert any("DGX H100" in n and "all-reduce" in n and "calibrated" in n for n in notes)
+    assert all(n.count(f"energy: {ENERGY_CATALOG}") == 1 for n in notes)  # no GPU has measured board power yet
+    measured = replace(gpus[2], arch=replace(gpus[2].arch, tuning=replace(gpus[2].arch.tuning, power=(
+        KernelPower("gemm", 60.0, 300.0, 3),
+    ))))  # fmt: skip
+    assert calibration_notes([measured])[0].endswith(f"energy: {ENERGY_MEASURED}")
     latency = dict(zip(summary["name"], summary["latency_ms"]))
     assert latency["NVIDIA DGX H100 (8x H100 SXM5, NVLink 4)"] < latency["NVIDIA H100 SXM5 80GB"]

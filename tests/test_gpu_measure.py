@@ -68,3 +68,38 @@ def test_cuda_request_without_a_device_is_refused(tmp_path: Path, capsys) -> Non
     script = _load_script()
     assert script.main(["--device", "cuda", "--out", str(tmp_path / "x.csv")]) == 2
     assert "no CUDA device" in capsys.readouterr().err
+
+
+class _FakeNvml:
+    """Stands in for pynvml: a board whose power reading climbs 100 mW per read (no GPU here)."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
+        return f"gpu{index}"
+
+    def nvmlDeviceGetPowerUsage(self, handle: str) -> int:
+        self.reads += 1
+        return 100_000 + 100 * self.reads  # milliwatts
+
+
+def test_power_sampler_averages_the_board_power_over_the_second_half_of_a_run() -> None:
+    script = _load_script()
+    nvml = _FakeNvml()
+    sampler = script.PowerSampler(nvml, interval_s=0.001)
+    calls = []
+    watts, per_call, samples = script.sustained_power(lambda: calls.append(1), lambda: None, sampler, 0.05)
+    assert samples >= 1 and nvml.reads >= 2 * samples - 1
+    assert 100.0 + 0.1 * nvml.reads / 2 - 0.1 <= watts <= 100.0 + 0.1 * nvml.reads  # the later, higher reads
+    assert len(calls) % 64 == 0 and per_call == pytest.approx(0.05 / len(calls), rel=1.0)
+
+
+def test_power_needs_a_cuda_device_and_nvml(tmp_path: Path, capsys) -> None:
+    script = _load_script()
+    rc = script.main(["--device", "cpu", "--quick", "--power", "--out", str(tmp_path / "p.csv")])
+    assert rc == 2 and "--power needs a CUDA device" in capsys.readouterr().err
+    assert not (tmp_path / "p.csv").exists()

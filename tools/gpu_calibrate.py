@@ -33,6 +33,7 @@ from hwmodels.gpu.calibrate import (
     read_measurements,
     with_tuning,
 )
+from hwmodels.gpu.calibrate_power import fit_power, power_errors
 from templates.gpu import GpuTemplate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,6 +140,16 @@ def main(argv: list[str] | None = None) -> int:
         )
     for note in report.fit.notes:
         print(f"note: {note}")
+    fitted = with_tuning(arch, tuning)
+    power = fit_power(rows, fitted)
+    errors = power_errors(rows, fitted, power)
+    for p in power:
+        print(
+            f"  power {p.kind:<12} static {p.static_w:6.1f} W + dynamic {p.dynamic_w:6.1f} W x utilization "
+            f"({p.rows} rows, mean abs. error {errors[p.kind]:.1f} %)"
+        )
+    if not power:
+        print("energy: no row has board power (tools/gpu_measure.py --power); the catalog estimate stays")
     if args.rows:
         for m, p in zip(report.cv.rows, report.cv.predicted):
             print(f"    {m.name:<28} measured {m.seconds * 1e6:10.1f} us  held-out model {p * 1e6:10.1f} us")
@@ -149,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             for p in [*folders, *args.csv]
         )
         taken = f"{files}, measured as: " + " / ".join(sorted({m.method for m in rows}))
-        entry = calibration_entry(report, arch.gpu, args.precision, source, args.folds, taken)
+        entry = calibration_entry(report, arch.gpu, args.precision, source, args.folds, taken, power)
         print(f"wrote {write_calibration(entry)} and {write_sources()}")
     return 0
 

@@ -6,11 +6,16 @@ replayed CUDA graph of N calls: the device time without the host's per-call cost
 (so it always runs),
 with warm-up, several repeats and the median, and writes the plain format ``hwmodels.gpu.calibrate`` reads
 (GPU, precision, op, shape, latency, how it was taken) plus the device name, library versions and time of
-the run in every row. ``--fit GPU`` prints the calibration's cross-validated error on the measurement;
-``tools/gpu_calibrate.py --csv FILE --gpu GPU --write`` stores the fitted constants.
+the run in every row. ``--power`` (CUDA, NVML from nvidia-ml-py) also runs each call back to back for
+``--power-seconds`` while a thread samples the board power, and writes the mean (``power_w``), the time per
+call in that run (``power_call_s``) and the idle power before the run (``idle_w``): the calibration then fits
+energy per kernel kind (``hwmodels.gpu.calibrate_power``). ``--fit GPU`` prints the calibration's
+cross-validated error on the measurement; ``tools/gpu_calibrate.py --csv FILE --gpu GPU --write`` stores
+the fitted constants.
 
     .venv/bin/python tools/gpu_measure.py --out hwmodels/data/gpu_measured_h100.csv --fit h100_sxm
     .venv/bin/python tools/gpu_measure.py --graph-calls 20 --out hwmodels/data/gpu_measured_h100_graph.csv
+    .venv/bin/python tools/gpu_measure.py --power --out hwmodels/data/gpu_measured_h100_power.csv
     .venv/bin/python tools/gpu_measure.py --device cpu --quick --out /tmp/cpu.csv
 
 Every GEMM-shaped row gives the GEMM the model sees (conv: M = N*P*Q, N = K, K = C*R*S; batched matmul:
@@ -25,6 +30,7 @@ import datetime as _dt
 import platform
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -43,6 +49,10 @@ COLUMNS = (
     "min_s",
     "repeats",
     "elem_bytes",
+    "power_w",
+    "power_call_s",
+    "power_samples",
+    "idle_w",
     "device",
     "device_name",
     "torch",
@@ -135,6 +145,73 @@ class Row:
     median_s: float
     min_s: float
     repeats: int
+    power_w: float = 0.0  # mean board power while the call ran back to back (0: not sampled)
+    power_call_s: float = 0.0
+    power_samples: int = 0
+
+
+class PowerSampler:
+    """Board power of GPU ``index`` read through NVML by a background thread while something runs. ``nvml`` is
+    the ``pynvml`` module of nvidia-ml-py (passed in: a test hands a fake one). NVML's reading is an average
+    over up to a second on recent GPUs, so only the samples of the second half of a run are kept."""
+
+    def __init__(self, nvml, index: int = 0, interval_s: float = 0.01) -> None:
+        nvml.nvmlInit()
+        self.nvml, self.interval_s = nvml, interval_s
+        self.handle = nvml.nvmlDeviceGetHandleByIndex(index)
+
+    def read_w(self) -> float:
+        return self.nvml.nvmlDeviceGetPowerUsage(self.handle) / 1000.0  # milliwatts
+
+    def mean_w_while(self, run: Callable[[], None]) -> tuple[float, int]:
+        """(mean watts over the second half of ``run``, samples kept); (0, 0) if no sample was taken."""
+        samples: list[float] = []
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.is_set():
+                samples.append(self.read_w())
+                stop.wait(self.interval_s)
+
+        thread = threading.Thread(target=sample, daemon=True)
+        thread.start()
+        try:
+            run()
+        finally:
+            stop.set()
+            thread.join()
+        kept = samples[len(samples) // 2 :]
+        return (statistics.fmean(kept), len(kept)) if kept else (0.0, 0)
+
+
+def load_nvml():
+    """The pynvml module (pip install nvidia-ml-py), or None when it is not installed."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    return pynvml
+
+
+def back_to_back(fn: Callable[[], object], sync: Callable[[], None], seconds: float) -> float:
+    """Run ``fn`` over and over for about ``seconds`` (a synchronize every 64 calls bounds the queue);
+    returns the wall time per call."""
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for _ in range(64):
+            fn()
+        sync()
+        calls += 64
+    return (time.perf_counter() - start) / calls
+
+
+def sustained_power(
+    fn: Callable[[], object], sync: Callable[[], None], sampler: PowerSampler, seconds: float
+) -> tuple[float, float, int]:
+    """(mean board watts, seconds per call, samples) of ``fn`` run back to back for ``seconds``."""
+    per_call: list[float] = []
+    watts, samples = sampler.mean_w_while(lambda: per_call.append(back_to_back(fn, sync, seconds)))
+    return watts, per_call[0], samples
 
 
 def catalog_gpu(device_name: str) -> str:
@@ -230,10 +307,18 @@ def time_graph(fn: Callable[[], object], warmup: int, repeats: int, torch, calls
 
 
 def measure(
-    device: str, dtype_name: str, warmup: int, repeats: int, quick: bool, graph_calls: int = 0
+    device: str,
+    dtype_name: str,
+    warmup: int,
+    repeats: int,
+    quick: bool,
+    graph_calls: int = 0,
+    sampler: PowerSampler | None = None,
+    power_seconds: float = 2.0,
 ) -> tuple[list[Row], dict[str, str]]:
     """Time every shape (``quick``: a few); ``graph_calls`` > 0 (CUDA only) times them as CUDA graphs of that
-    many calls (``time_graph``), else one eager call at a time (``time_call``)."""
+    many calls (``time_graph``), else one eager call at a time (``time_call``); with ``sampler`` each call
+    also runs back to back for ``power_seconds`` under the board-power sampler (``sustained_power``)."""
     import torch
 
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[dtype_name]
@@ -241,12 +326,18 @@ def measure(
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     events = torch if device == "cuda" else None
 
-    def time_call_or_graph(fn: Callable[[], object]) -> tuple[float, float]:
+    def time_call_or_graph(fn: Callable[[], object]) -> tuple[float, float, dict[str, float]]:
         if graph_calls > 0:
-            return time_graph(fn, warmup, repeats, torch, graph_calls)
-        return time_call(fn, sync, warmup, repeats, events)
+            med, low = time_graph(fn, warmup, repeats, torch, graph_calls)
+        else:
+            med, low = time_call(fn, sync, warmup, repeats, events)
+        if sampler is None:
+            return med, low, {}
+        watts, per_call, samples = sustained_power(fn, sync, sampler, power_seconds)
+        return med, low, {"power_w": watts, "power_call_s": per_call, "power_samples": samples}
 
     torch.manual_seed(0)
+    idle_w = sampler.mean_w_while(lambda: time.sleep(max(0.5, power_seconds / 2)))[0] if sampler else 0.0
     rows: list[Row] = []
     with torch.inference_mode():
         for name, m, n, k, count in GEMMS:
@@ -255,10 +346,25 @@ def measure(
             a = torch.randn(count, m, k, device=device, dtype=dtype)
             b = torch.randn(count, k, n, device=device, dtype=dtype)
             fn = (lambda a=a, b=b: torch.bmm(a, b)) if count > 1 else (lambda a=a[0], b=b[0]: a @ b)
-            med, low = time_call_or_graph(fn)
+            med, low, power = time_call_or_graph(fn)
             traffic = (m * k + k * n + m * n) * count * eb
             rows.append(
-                Row("gemm", name, m, n, k, count, dtype_name, eb, 2.0 * m * n * k * count, traffic, med, low, repeats)
+                Row(
+                    "gemm",
+                    name,
+                    m,
+                    n,
+                    k,
+                    count,
+                    dtype_name,
+                    eb,
+                    2.0 * m * n * k * count,
+                    traffic,
+                    med,
+                    low,
+                    repeats,
+                    **power,
+                )
             )
         for name, batch, c, h, w, kout, r, s, stride, pad in CONVS:
             if quick and name not in QUICK_CONVS:
@@ -267,7 +373,7 @@ def measure(
             weight = torch.randn(kout, c, r, s, device=device, dtype=dtype)
             p = (h + 2 * pad - r) // stride + 1
             q = (w + 2 * pad - s) // stride + 1
-            med, low = time_call_or_graph(
+            med, low, power = time_call_or_graph(
                 lambda x=x, weight=weight, stride=stride, pad=pad: torch.nn.functional.conv2d(
                     x, weight, stride=stride, padding=pad
                 )
@@ -275,7 +381,9 @@ def measure(
             gm, gn, gk = batch * p * q, kout, c * r * s
             traffic = (x.numel() + weight.numel() + batch * kout * p * q) * eb
             rows.append(
-                Row("conv", name, gm, gn, gk, 1, dtype_name, eb, 2.0 * gm * gn * gk, traffic, med, low, repeats)
+                Row(
+                    "conv", name, gm, gn, gk, 1, dtype_name, eb, 2.0 * gm * gn * gk, traffic, med, low, repeats, **power
+                )
             )
         for name, bh, seq, d in ATTENTION:
             if quick and name not in QUICK_ATTENTION:
@@ -289,10 +397,12 @@ def measure(
                 scores = torch.softmax((q_ @ k_.transpose(1, 2)) / d**0.5, dim=-1)
                 return scores @ v_
 
-            med, low = time_call_or_graph(attention)
+            med, low, power = time_call_or_graph(attention)
             flops = 4.0 * bh * seq * kv * d + 5.0 * bh * seq * kv
             traffic = (q_.numel() + k_.numel() + v_.numel() + bh * seq * d) * eb
-            rows.append(Row("attention", name, seq, kv, d, bh, dtype_name, eb, flops, traffic, med, low, repeats))
+            rows.append(
+                Row("attention", name, seq, kv, d, bh, dtype_name, eb, flops, traffic, med, low, repeats, **power)
+            )
         for name, op, m, n in MEMORY_OPS:
             if quick and name not in QUICK_MEMORY_OPS:
                 continue
@@ -306,9 +416,11 @@ def measure(
                 "layernorm": lambda x=x, n=n: torch.nn.functional.layer_norm(x, (n,)),
                 "gelu": lambda x=x: torch.nn.functional.gelu(x),
             }[op]
-            med, low = time_call_or_graph(kernel)
-            rows.append(Row(op, name, m, n, 0, 1, dtype_name, eb, 5.0 * m * n, 2.0 * m * n * eb, med, low, repeats))
-    return rows, device_info(torch, device)
+            med, low, power = time_call_or_graph(kernel)
+            rows.append(
+                Row(op, name, m, n, 0, 1, dtype_name, eb, 5.0 * m * n, 2.0 * m * n * eb, med, low, repeats, **power)
+            )
+    return rows, {**device_info(torch, device), "idle_w": repr(idle_w) if sampler else ""}
 
 
 def write_csv(path: Path, rows: list[Row], info: dict[str, str], gpu: str, warmup: int, graph_calls: int = 0) -> Path:
@@ -322,6 +434,8 @@ def write_csv(path: Path, rows: list[Row], info: dict[str, str], gpu: str, warmu
         writer.writeheader()
         for row in rows:
             fields = asdict(row)
+            if not row.power_samples:  # not sampled: blank, not a 0 W reading
+                fields.update(power_w="", power_call_s="", power_samples="")
             method = (
                 f"CUDA graph of {graph_calls} PyTorch calls, {timer} around each replay over {graph_calls}, "
                 f"median of {row.repeats} replays after {warmup} warm-up calls"
@@ -375,6 +489,10 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="CUDA only: time N calls captured in a CUDA graph (device time, no host cost); 0 = eager calls",
     )
+    parser.add_argument(
+        "--power", action="store_true", help="CUDA only: sample board power (NVML, nvidia-ml-py) for every call"
+    )
+    parser.add_argument("--power-seconds", type=float, default=2.0, help="back-to-back run per call with --power")
     parser.add_argument("--out", type=Path, default=Path("gpu_measure.csv"))
     parser.add_argument("--gpu", help="catalog GPU written in the gpu column (default: from the device name)")
     parser.add_argument(
@@ -396,7 +514,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.graph_calls > 0 and device != "cuda":
         print("gpu_measure: --graph-calls needs a CUDA device", file=sys.stderr)
         return 2
-    rows, info = measure(device, dtype, args.warmup, args.repeats, args.quick, args.graph_calls)
+    sampler = None
+    if args.power:
+        nvml = load_nvml() if device == "cuda" else None
+        if nvml is None:
+            reason = "a CUDA device" if device != "cuda" else "NVML: pip install nvidia-ml-py"
+            print(f"gpu_measure: --power needs {reason}", file=sys.stderr)
+            return 2
+        sampler = PowerSampler(nvml)
+    rows, info = measure(
+        device, dtype, args.warmup, args.repeats, args.quick, args.graph_calls, sampler, args.power_seconds
+    )
     gpu = args.gpu or catalog_gpu(info["device_name"])
     path = write_csv(args.out, rows, info, gpu, args.warmup, args.graph_calls)
     print(f"{info['device_name']} ({device}), torch {info['torch']}, {dtype}: {len(rows)} shapes -> {path}")

@@ -520,6 +520,20 @@ MODEL_ASSUMPTIONS: dict[str, Sourced] = {
         f"{ASSUMPTION}: how far the host's per-call cost overlaps the device's work in eager mode: call time = "
         "(host^p + device^p)^(1/p) (p = 1: serial, large p: fully overlapped asynchronous launches)",
     ),
+    "serial_overlap_exponent": Sourced(
+        1.0,
+        "p",
+        "Timing method: a call timed alone (a host timer or CUDA events around one call, then a synchronize) "
+        "runs its host dispatch before its kernel starts, so the two add (p = 1); used when no row is timed "
+        "both eager and as a CUDA graph, the only rows that show any overlap",
+    ),
+    "gemm_host_ratio": Sourced(
+        2.62,
+        "x softmax host cost",
+        "Measured (hwmodels/data/gpu_measured_h100_eager_fp16.csv with its CUDA-graph twin, H100 SXM, PyTorch "
+        "2.11): host cost of one eager matmul call (cuBLAS dispatch) over one softmax call, fitted 35.3 us / "
+        "13.5 us; sets a GPU's GEMM host cost from its softmax rows where every GEMM row is device-bound",
+    ),
     "long_row_bytes": Sourced(
         16384.0,
         "bytes per row",

@@ -30,6 +30,7 @@ ROW_KINDS = ("softmax", "layernorm")  # row-wise reductions: long rows may need 
 # values fitted on a real H100 SXM (hwmodels/data/gpu_measured_h100_graph_fp16.csv, cuDNN via PyTorch 2.11,
 # ResNet-50 layer shapes: 0.303 and 7.87 us), ASSUMED to transfer to other GPUs: pricing convs as plain GEMMs
 # there would make an uncalibrated GPU look ~3x faster on CNNs than the calibrated H100.
+ENERGY_CATALOG = "catalog estimate from TDP and utilization (static share assumed), not measured"
 CONV_EFFICIENCY_DEFAULT = 0.30
 CONV_FIXED_US_DEFAULT = 7.9
 
@@ -46,6 +47,17 @@ class KernelTuning:
 
 
 @dataclass(frozen=True)
+class KernelPower:
+    """Board power of one kind of kernel, fitted to NVML readings taken while it ran back to back:
+    ``static_w + dynamic_w x activity`` (activity = max(compute, DRAM) utilization, as the catalog estimate)."""
+
+    kind: str
+    static_w: float
+    dynamic_w: float
+    rows: int = 0  # measurements it was fitted on
+
+
+@dataclass(frozen=True)
 class GpuTuning:
     """Every tuning constant of the GPU model for one GPU (hashable: it is part of the GpuArch)."""
 
@@ -59,6 +71,8 @@ class GpuTuning:
     conv_efficiency: float = CONV_EFFICIENCY_DEFAULT
     conv_fixed_us: float = CONV_FIXED_US_DEFAULT
     kernels: tuple[KernelTuning, ...] = field(default_factory=tuple)
+    # measured board power per kernel kind (empty: energy is the catalog estimate from TDP and utilization)
+    power: tuple[KernelPower, ...] = ()
 
     def kernel(self, kind: str) -> KernelTuning:
         """The tuning of a kernel kind; unknown memory-bound kinds fall back to elementwise."""
@@ -68,19 +82,30 @@ class GpuTuning:
                 return entry
         raise KeyError(f"no tuning for kernel kind {kind!r}")
 
+    def power_of(self, kind: str) -> KernelPower | None:
+        """The measured power of a kernel kind (unknown memory-bound kinds: elementwise), None if unmeasured."""
+        wanted = kind if kind in KERNEL_KINDS else "elementwise"
+        return next((p for p in self.power if p.kind == wanted), None)
+
     def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kernels"}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("kernels", "power")}
         out["kernels"] = {k.kind: {n: v for n, v in asdict(k).items() if n != "kind"} for k in self.kernels}
+        if self.power:
+            out["power"] = {p.kind: {n: v for n, v in asdict(p).items() if n != "kind"} for p in self.power}
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GpuTuning:
         data = {"conv_efficiency": CONV_EFFICIENCY_DEFAULT, "conv_fixed_us": CONV_FIXED_US_DEFAULT, **data}
-        scalars = {f.name: float(data[f.name]) for f in fields(cls) if f.name != "kernels"}
+        scalars = {f.name: float(data[f.name]) for f in fields(cls) if f.name not in ("kernels", "power")}
         kernels = tuple(
             KernelTuning(kind, **{k: float(v) for k, v in data["kernels"][kind].items()}) for kind in KERNEL_KINDS
         )
-        return cls(**scalars, kernels=kernels)
+        power = tuple(
+            KernelPower(kind, float(v["static_w"]), float(v["dynamic_w"]), int(v.get("rows", 0)))
+            for kind, v in data.get("power", {}).items()
+        )
+        return cls(**scalars, kernels=kernels, power=power)
 
 
 def default_tuning() -> GpuTuning:
@@ -96,6 +121,14 @@ def default_tuning() -> GpuTuning:
         long_row_bytes=assumption("long_row_bytes"),
         kernels=tuple(KernelTuning(kind, bandwidth, host) for kind in KERNEL_KINDS),
     )
+
+
+ENERGY_MEASURED = "measured board power (NVML), fitted per kernel kind"
+
+
+def energy_source(tuning: GpuTuning) -> str:
+    """Where a GPU's energy comes from: measured board power (some kernel kind has it) or the catalog."""
+    return ENERGY_MEASURED if tuning.power else ENERGY_CATALOG
 
 
 @dataclass(frozen=True)
@@ -193,11 +226,15 @@ def calibration_markdown(path: Path = CALIBRATION_JSON) -> str:
         lines += ["", "| constant | fitted value |", "|---|---|"]
         tuning = entry.tuning.to_dict()
         for name, value in tuning.items():
-            if name != "kernels":
+            if name not in ("kernels", "power"):
                 lines.append(f"| {name} | {value:.4g} |")
         for kind, values in tuning["kernels"].items():
             for name, value in values.items():
                 lines.append(f"| {kind}.{name} | {value:.4g} |")
+        for kind, values in tuning.get("power", {}).items():
+            for name, value in values.items():
+                lines.append(f"| power.{kind}.{name} | {value:.4g} |")
+        lines += ["", f"Energy: {energy_source(entry.tuning)}."]
     return "\n".join(lines) + "\n"
 
 

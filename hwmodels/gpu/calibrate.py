@@ -9,8 +9,11 @@ a plain GEMM), softmax / layernorm / GELU as memory-bound kernels; a measured ea
 per-call cost, partly overlapped with the device work (rows taken otherwise, e.g. CUDA-graph replays, are
 device time only). :func:`fit` finds, by bounded robust least squares on log errors (scipy; soft-L1, so one
 kernel the model does not describe cannot drag the rest), the constants of ``GpuTuning`` the rows can
-constrain (``free_parameters``: host costs only from eager rows, conv constants only from conv rows, ...)
-and keeps the others at their starting values; :func:`cross_validate` reports k-fold error per op kind.
+constrain (``free_parameters``: a host cost only from a host-bound eager row of its kind, the device's fixed
+cost and the host/device overlap only when some rows are device time alone, conv constants only from conv
+rows, ...) and keeps the others at stated values (a GEMM host cost no row shows follows the softmax one by a
+measured ratio, ``host_ties``); :func:`cross_validate` reports k-fold error per op kind and
+:func:`family_cross_validate` the error on whole shape families held out of the fit.
 No learned residual: a parametric model transfers to shapes it never saw.
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,7 +30,8 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from dse.files import atomic_write
-from hwmodels.catalogs.gpu_tuning import Calibration, GpuTuning, default_tuning
+from hwmodels.catalogs.gpu import assumption
+from hwmodels.catalogs.gpu_tuning import Calibration, GpuTuning, KernelPower, default_tuning
 from hwmodels.gpu.cost import Gemm, Tile, gemm_cost, memory_kernel_cost
 from mappers.gpu import best_tile
 from templates.gpu import GpuArch
@@ -41,6 +46,13 @@ LLMCOMPASS_FILES = {"matmul": "gemm", "softmax": "softmax", "layernorm": "layern
 # (a misaligned GEMM, a 3-channel conv) cannot drag every other row's constants
 LOSS, LOSS_SCALE = "soft_l1", 0.2
 ELEMENTWISE_FLOPS = {"softmax": 5.0, "layernorm": 8.0, "gelu": 8.0}  # per element, CUDA-core math
+# An eager row shows its kind's host cost only when its device time (starting constants) is at most this share
+# of what was measured; where every row of a kind is device-bound its host cost cannot be told from the device's.
+HOST_BOUND_SHARE = 0.5
+# Such a kind's host cost is then set from the reference kind's, fitted on the same rows (same host, framework
+# and timing method), times a measured ratio (catalog ``gemm_host_ratio``).
+HOST_REFERENCE = "softmax.host_us"
+HOST_RATIOS = {"gemm.host_us": "gemm_host_ratio"}
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,8 @@ class Measurement:
     source: str = ""
     name: str = ""
     traffic_bytes: float = 0.0  # the file's ``bytes``: every operand once (a conv's real input, not im2col)
+    power_w: float = 0.0  # mean board power (NVML) while the call ran back to back; 0 = not measured
+    power_call_s: float = 0.0  # time per call during that power run
 
     @property
     def kind(self) -> str:
@@ -94,6 +108,8 @@ def read_measurements(path: str | Path, ops: Sequence[str] | None = None) -> lis
                     source=r.get("source", ""),
                     name=r.get("name", ""),
                     traffic_bytes=float(r.get("bytes") or 0.0),
+                    power_w=float(r.get("power_w") or 0.0),
+                    power_call_s=float(r.get("power_call_s") or 0.0),
                 )
             )
     return rows
@@ -102,7 +118,8 @@ def read_measurements(path: str | Path, ops: Sequence[str] | None = None) -> lis
 def write_measurements(path: Path, rows: Sequence[Measurement], extra: Sequence[dict] | None = None) -> Path:
     """A plain measurement CSV: ``PLAIN_COLUMNS`` then any extra columns (same keys in every row)."""
     extra = list(extra) if extra is not None else [{} for _ in rows]
-    names = list(PLAIN_COLUMNS) + [k for k in (extra[0] if extra else {}) if k not in PLAIN_COLUMNS]
+    power = ("power_w", "power_call_s") if any(m.power_w > 0 for m in rows) else ()
+    names = [*PLAIN_COLUMNS, *power] + [k for k in (extra[0] if extra else {}) if k not in (*PLAIN_COLUMNS, *power)]
 
     def write(temporary: Path) -> None:
         with temporary.open("w", newline="") as out:
@@ -111,6 +128,7 @@ def write_measurements(path: Path, rows: Sequence[Measurement], extra: Sequence[
             for m, more in zip(rows, extra):
                 plain = dict(zip(PLAIN_COLUMNS, (m.gpu, m.precision, m.op, m.M, m.N, m.K, m.count)))
                 plain.update(latency_s=repr(m.seconds), method=m.method, source=m.source, name=m.name)
+                plain.update({column: repr(getattr(m, column)) for column in power})
                 writer.writerow({**plain, **more})
 
     return atomic_write(path, write)
@@ -171,6 +189,14 @@ def _operand_bytes(m: Measurement, eb: int) -> tuple[float, float, float]:
     if m.op == "conv" and m.traffic_bytes > b + c:
         return m.traffic_bytes - b - c, b, c
     return float(m.M * m.K * eb * m.count), b, c
+
+
+def row_work(m: Measurement, elem_bytes: int) -> tuple[float, float]:
+    """(useful flops, DRAM bytes) of one measured call, as the model counts them."""
+    if m.kind == "GEMM":
+        return 2.0 * m.M * m.N * m.K * m.count, sum(_operand_bytes(m, elem_bytes))
+    elements = float(m.M * m.N * m.count)
+    return ELEMENTWISE_FLOPS.get(m.op, 1.0) * elements, 2.0 * elements * elem_bytes
 
 
 def predict_seconds(m: Measurement, arch: GpuArch, tile: Tile | None = None) -> float:
@@ -281,22 +307,38 @@ def _identified(jac: np.ndarray, names: Sequence[str]) -> list[str]:
     return [n for n, v in zip(names, norms) if v < 1e-6]
 
 
-def free_parameters(rows: Sequence[Measurement], elem_bytes: int) -> list[int]:
+def device_seconds(m: Measurement, arch: GpuArch) -> float:
+    """Model time of the row's kernel on the device alone (no host cost)."""
+    return predict_seconds(replace(m, method="graph"), arch)
+
+
+def host_bound_kernels(rows: Sequence[Measurement], arch: GpuArch) -> set[str]:
+    """Kernel kinds with an eager row whose device time is at most ``HOST_BOUND_SHARE`` of its measured time."""
+    return {KERNEL_OF[m.kind] for m in rows if m.eager and device_seconds(m, arch) <= HOST_BOUND_SHARE * m.seconds}
+
+
+def free_parameters(rows: Sequence[Measurement], arch: GpuArch, identify: bool = True) -> list[int]:
     """Indices into ``PARAMETERS`` that ``rows`` can constrain. The others stay at their starting values:
-    host costs and the overlap exponent only show in eager rows, a kernel kind's constants only in its rows,
-    the conv constants only in conv rows. (Left free, the solver moved them anyway, and a graph-only fit
-    stored host costs no row had seen.)"""
+    a kernel kind's constants only show in its rows, the conv constants only in conv rows. With ``identify``
+    (the default), a host cost only in a host-bound eager row of its kind (``host_bound_kernels``), and the
+    device's fixed cost and the overlap exponent only when some rows are device time alone (CUDA graphs):
+    eager rows alone cannot tell them from the host's cost. (Left free, the solver moved them anyway: the
+    A100's GEMM host cost drifted to 45 us on rows where 170 us of device time hides it.)"""
     eager_kernels = {KERNEL_OF[m.kind] for m in rows if m.eager}
+    hosts = host_bound_kernels(rows, arch) if identify else eager_kernels
+    device_only = any(not m.eager for m in rows) or not identify
     kernels = {KERNEL_OF[m.kind] for m in rows}
     out = []
     for i, (name, _, _) in enumerate(PARAMETERS):
         kind, _, attr = name.rpartition(".")
         if attr == "host_us":
-            keep = kind in eager_kernels
+            keep = kind in hosts
         elif name == "overlap_exponent":
-            keep = bool(eager_kernels)
+            keep = bool(eager_kernels) and device_only
+        elif name == "launch_us":
+            keep = device_only
         elif name.startswith("conv_"):
-            keep = any(_gemm(m, elem_bytes).conv for m in rows)
+            keep = any(_gemm(m, arch.elem_bytes).conv for m in rows)
         elif kind:
             keep = kind in kernels
         else:
@@ -306,11 +348,29 @@ def free_parameters(rows: Sequence[Measurement], elem_bytes: int) -> list[int]:
     return out
 
 
+def host_ties(rows: Sequence[Measurement], free: Sequence[int]) -> dict[str, tuple[str, float]]:
+    """Host costs set from the reference kind's (``HOST_RATIOS``): eager rows of the kind, none host-bound,
+    and a fitted reference. Name -> (reference name, ratio)."""
+    names = [PARAMETERS[i][0] for i in free]
+    eager = {KERNEL_OF[m.kind] for m in rows if m.eager}
+    if HOST_REFERENCE not in names:
+        return {}
+    return {
+        name: (HOST_REFERENCE, assumption(ratio))
+        for name, ratio in HOST_RATIOS.items()
+        if name not in names and name.split(".")[0] in eager
+    }
+
+
 def _fit_once(
-    rows: Sequence[Measurement], arch: GpuArch, long_row_bytes: float, free: Sequence[int]
+    rows: Sequence[Measurement],
+    arch: GpuArch,
+    long_row_bytes: float,
+    free: Sequence[int],
+    ties: dict[str, tuple[str, float]],
 ) -> tuple[np.ndarray, float, np.ndarray]:
-    """Least squares on log(model/measured) over the ``free`` constants; returns the full vector, the mean
-    absolute log error and the Jacobian (columns of ``free``)."""
+    """Least squares on log(model/measured) over the ``free`` constants (``ties`` follow their reference);
+    returns the full vector, the mean absolute log error and the Jacobian (columns of ``free``)."""
     base = replace(arch.tuning, long_row_bytes=long_row_bytes)
     lower = np.array([PARAMETERS[i][1] for i in free])
     upper = np.array([PARAMETERS[i][2] for i in free])
@@ -318,9 +378,13 @@ def _fit_once(
     x0 = np.clip(full[free], lower + 1e-9, upper - 1e-9)
     measured = np.array([m.seconds for m in rows])
 
+    index = {name: i for i, (name, _, _) in enumerate(PARAMETERS)}
+
     def expand(x: np.ndarray) -> np.ndarray:
         out = full.copy()
         out[free] = x
+        for name, (reference, ratio) in ties.items():
+            out[index[name]] = ratio * out[index[reference]]
         return out
 
     result = None
@@ -345,22 +409,32 @@ def _tile_for(m: Measurement, arch: GpuArch) -> Tile:
     return best_tile(_gemm(m, arch.elem_bytes), as_measured(arch, m), a, b, c, 0.0)[0]
 
 
-def fit(rows: Sequence[Measurement], arch: GpuArch) -> Fit:
+def fit(rows: Sequence[Measurement], arch: GpuArch, identify: bool = True, long_row_bytes: float | None = None) -> Fit:
     """Fit ``arch``'s tuning to ``rows`` (one GPU, one precision); the long-row threshold is picked from
-    ``LONG_ROW_CHOICES`` by the same loss. Constants no row constrains keep a stated fallback."""
+    ``LONG_ROW_CHOICES`` by the same loss (or given). Constants no row constrains keep a stated fallback;
+    ``identify=False`` is the earlier rule (every host cost of an eager kind, the launch cost and the overlap
+    exponent always free), kept to compare with."""
     if len(rows) < 4:
         raise ValueError(f"calibration needs at least 4 measured calls, got {len(rows)}")
     kinds = {m.kind for m in rows}
     has_rows = any(m.op in ("softmax", "layernorm") for m in rows)
     choices = LONG_ROW_CHOICES if has_rows else (arch.tuning.long_row_bytes,)
-    free = free_parameters(rows, arch.elem_bytes)
-    best = min((_fit_once(rows, arch, lrb, free) + (lrb,) for lrb in choices), key=lambda item: item[1])
+    choices = choices if long_row_bytes is None else (long_row_bytes,)
+    free = free_parameters(rows, arch, identify)
+    ties = host_ties(rows, free) if identify else {}
+    notes = []
+    overlap = [name for name, _, _ in PARAMETERS].index("overlap_exponent")
+    if identify and overlap not in free and any(m.eager for m in rows):
+        arch = with_tuning(arch, replace(arch.tuning, overlap_exponent=assumption("serial_overlap_exponent")))
+        notes.append("overlap_exponent: no row timed both eager and as a CUDA graph; serial (p = 1)")
+    best = min((_fit_once(rows, arch, lrb, free, ties) + (lrb,) for lrb in choices), key=lambda item: item[1])
     x, _, jac, long_row_bytes = best
     tuning = tuning_from_vector(replace(arch.tuning, long_row_bytes=long_row_bytes), x)
     names = [p[0] for p in PARAMETERS]
-    fixed = [name for i, name in enumerate(names) if i not in free]
+    fixed = [name for i, name in enumerate(names) if i not in free and name not in ties]
     unidentified = fixed + _identified(jac, [names[i] for i in free])
-    notes = []
+    for name, (reference, ratio) in ties.items():
+        notes.append(f"{name}: no host-bound row; {ratio:g} x {reference} (measured ratio, gemm_host_ratio)")
     hosts = {k.kind: k.host_us for k in tuning.kernels if f"{k.kind}.host_us" not in unidentified}
     kernel_kinds = {KERNEL_OF[k] for k in kinds}
     for kernel in tuning.kernels:
@@ -372,6 +446,8 @@ def fit(rows: Sequence[Measurement], arch: GpuArch) -> Fit:
             tuning = _set_kernel(tuning, kernel.kind, bandwidth_fraction=tuning.bandwidth_fraction)
             notes.append(f"{kernel.kind}.bandwidth_fraction: no rows; set to the GEMM bandwidth fraction")
     for name in unidentified:
+        if name == "overlap_exponent" and notes and notes[0].startswith("overlap_exponent"):
+            continue
         if not name.endswith(".host_us") or not hosts:
             notes.append(f"{name}: no row constrains it; kept at its starting value")
     for i in free:
@@ -425,6 +501,30 @@ def cross_validate(
     return CrossValidation(rows, predicted, mape_by_kind(rows, predicted))
 
 
+def shape_family(m: Measurement, arch: GpuArch) -> str:
+    """A row's shape family: its sweep or layer group (the name up to its first '_' or ':': 'square', 'r50',
+    'matmul'), a GEMM's split at the GPU's ridge point into bandwidth- and compute-bound shapes (one sweep
+    crosses it, and the two sides depend on different constants). Twins timed eager and as a graph share it."""
+    group = re.split(r"[_:]", m.name or m.op, maxsplit=1)[0]
+    if m.kind != "GEMM":
+        return f"{m.kind}/{group}"
+    intensity = 2.0 * m.M * m.N * m.K / ((m.M * m.K + m.K * m.N + m.M * m.N) * arch.elem_bytes)
+    return f"{group}/{'bandwidth' if intensity < arch.peak_flops / arch.bytes_per_s else 'compute'}-bound"
+
+
+def family_cross_validate(
+    rows: Sequence[Measurement], arch: GpuArch, ops: Sequence[str] = ("gemm",), fitter: Callable[..., Fit] = fit
+) -> dict[str, list[tuple[Measurement, float]]]:
+    """Leave one shape family out: every family of rows of ``ops`` is predicted by a fit on the other rows
+    (none of its shapes, in any timing). Family -> [(row, held-out prediction)]."""
+    family = {id(m): shape_family(m, arch) for m in rows}
+    out: dict[str, list[tuple[Measurement, float]]] = {}
+    for name in sorted({family[id(m)] for m in rows if m.op in ops}):
+        fitted = with_tuning(arch, fitter([m for m in rows if family[id(m)] != name], arch).tuning)
+        out[name] = [(m, predict_seconds(m, fitted)) for m in rows if family[id(m)] == name]
+    return out
+
+
 @dataclass
 class Report:
     """Errors per op kind on the same rows: as shipped (catalog, graph execution), catalog defaults timed as
@@ -460,9 +560,12 @@ def evaluate(rows: Sequence[Measurement], arch: GpuArch, k: int = 5) -> Report:
     )
 
 
-def calibration_entry(report: Report, gpu: str, precision: str, source: str, k: int, taken: str = "") -> Calibration:
+def calibration_entry(
+    report: Report, gpu: str, precision: str, source: str, k: int, taken: str = "", power: tuple[KernelPower, ...] = ()
+) -> Calibration:
     """What ``hwmodels/data/gpu_calibration.json`` stores for one GPU: constants, provenance (``taken``: which
-    files and how they were measured), errors."""
+    files and how they were measured), errors, and board power per kernel kind where it was measured
+    (``power``: ``hwmodels.gpu.calibrate_power.fit_power``)."""
     method = f"data: {taken}; " if taken else ""
     method += (
         f"bounded least squares (scipy.optimize.least_squares, {LOSS} loss, scale {LOSS_SCALE}) on "
@@ -472,13 +575,16 @@ def calibration_entry(report: Report, gpu: str, precision: str, source: str, k: 
     )
     if report.fit.notes:
         method += "; " + "; ".join(report.fit.notes)
+    if power:
+        kinds_measured = ", ".join(f"{p.kind} ({p.rows} rows)" for p in power)
+        method += f"; energy: board power (NVML) fitted as static + dynamic x utilization for {kinds_measured}"
     kinds = [kind for kind in ("GEMM", "softmax", "layernorm", "GELU") if kind in report.rows]
     return Calibration(
         gpu=gpu,
         precision=precision,
         source=source,
         method=method,
-        tuning=report.fit.tuning,
+        tuning=replace(report.fit.tuning, power=tuple(power)),
         cv_mape={kind: round(report.cross_validated[kind], 2) for kind in kinds},
         uncalibrated_mape={kind: round(report.shipped[kind], 2) for kind in kinds},
         rows={kind: report.rows[kind] for kind in kinds},

@@ -88,6 +88,7 @@ class KernelCost:
     tile_efficiency: float = 1.0
     host_s: float = 0.0
     math_speedup: float = 1.0  # 2 for a GEMM on the 2:4 sparse tensor cores
+    kind: str = "gemm"  # the kernel kind (``GpuTuning.kernel``): which tuning and measured power it uses
 
     @property
     def bound(self) -> str:
@@ -221,7 +222,15 @@ def memory_kernel_cost(
         dram_read_bytes=dram_read_bytes,
         dram_write_bytes=dram_write_bytes,
         l2_bytes=l2_bytes,
+        kind=kind,
     )
+
+
+def activity(flops: float, dram_bytes: float, seconds: float, arch: GpuArch, peak_flops: float) -> tuple[float, float]:
+    """(compute, DRAM) utilization of a kernel that does ``flops`` and moves ``dram_bytes`` in ``seconds``: what
+    its dynamic power scales with (``hwmodels.gpu.model.kernel_power_w``, ``hwmodels.gpu.calibrate.fit_power``)."""
+    u_compute = min(1.0, flops / (seconds * peak_flops)) if peak_flops > 0 else 0.0
+    return u_compute, min(1.0, dram_bytes / (seconds * arch.bytes_per_s))
 
 
 def call_seconds(device_s: float, arch: GpuArch, kind: str) -> float:

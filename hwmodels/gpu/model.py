@@ -29,6 +29,7 @@ from hwmodels.base import LayerMetrics, Metrics, design_figures, graph_batch
 from hwmodels.catalogs.gpu import assumption
 from hwmodels.gpu.cost import (
     KernelCost,
+    activity,
     allgather_seconds,
     allreduce_seconds,
     gemm_cost,
@@ -39,6 +40,7 @@ from mappers.payloads import GpuKernel
 from templates.gpu import GpuArch
 
 ENERGY_NOTE = "GPU energy is an estimate from TDP and utilization (static share assumed), not a measurement"
+ENERGY_MEASURED_NOTE = "GPU energy is from board power measured per kernel kind (NVML) and the kernels' utilization"
 
 
 def kernel_cost(mapping: Mapping, name: str, arch: GpuArch) -> KernelCost | None:
@@ -82,14 +84,17 @@ def collective_seconds(mapping: Mapping, name: str, arch: GpuArch) -> float:
 
 
 def kernel_power_w(cost: KernelCost, arch: GpuArch, peak_flops: float) -> tuple[float, float, float]:
-    """(static, compute, memory) watts of a kernel: static share of TDP plus the rest by utilization."""
-    static = assumption("static_power_fraction") * arch.tdp_w
+    """(static, compute, memory) watts of a kernel: a static part plus a dynamic part by utilization, both
+    measured for the kernel's kind when the GPU's calibration has board power (``GpuTuning.power``), else
+    the catalog estimate (static share of TDP, the rest of TDP by utilization)."""
+    measured = arch.tuning.power_of(cost.kind)
+    static = measured.static_w if measured else assumption("static_power_fraction") * arch.tdp_w
     if cost.seconds <= 0:
         return static, 0.0, 0.0
-    u_compute = min(1.0, cost.flops / (cost.seconds * peak_flops)) if peak_flops > 0 else 0.0
-    u_memory = min(1.0, (cost.dram_read_bytes + cost.dram_write_bytes) / (cost.seconds * arch.bytes_per_s))
-    activity = max(u_compute, u_memory)
-    dynamic = (arch.tdp_w - static) * activity
+    u_compute, u_memory = activity(
+        cost.flops, cost.dram_read_bytes + cost.dram_write_bytes, cost.seconds, arch, peak_flops
+    )
+    dynamic = (measured.dynamic_w if measured else arch.tdp_w - static) * max(u_compute, u_memory)
     total_u = u_compute + u_memory
     share = u_compute / total_u if total_u > 0 else 0.0
     return static, dynamic * share, dynamic * (1 - share)
@@ -224,7 +229,7 @@ class GpuModel:
             "execution": arch.execution,
             "gpus": arch.gpus,
             "notes": [
-                ENERGY_NOTE,
+                ENERGY_MEASURED_NOTE if arch.tuning.power else ENERGY_NOTE,
                 "elementwise ops after a GEMM run in its epilogue; softmax/layernorm are separate kernels",
                 f"{kernels} kernels x {arch.launch_us:.3g} us device fixed cost ({arch.execution} execution)",
                 f"tuning constants: {arch.calibration}",
