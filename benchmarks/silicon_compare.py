@@ -39,7 +39,8 @@ def print_row(row: SiliconRow) -> None:
     print(f"== {chip.name}  [{chip.family}, {chip.tech}]  {chip.paper}")
     print(f"   design: {point}")
     print(
-        f"   workload: {chip.workload.model} batch {chip.workload.batch} {chip.workload.precision} ({chip.workload.note})"
+        f"   workload: {chip.workload.model} batch {chip.workload.batch} {chip.workload.precision} "
+        f"({chip.workload.note})"
     )
     if chip.area_mm2 is not None:
         print(
@@ -49,7 +50,8 @@ def print_row(row: SiliconRow) -> None:
         print(f"          published figure: {chip.area_includes}")
     for blocks, (ours, published) in row.blocks.items():
         print(
-            f"          block {blocks}: ours {ours:.3g} mm^2, published {published:.3g} mm^2 ({ours / published - 1:+.0%})"
+            f"          block {blocks}: ours {ours:.3g} mm^2, published {published:.3g} mm^2 "
+            f"({ours / published - 1:+.0%})"
         )
     if chip.power_w is not None:
         rate = f" at the published {chip.rate_ips.value:g} inf/s" if chip.rate_ips else " over the model's latency"
@@ -78,7 +80,8 @@ def main() -> None:
         print_row(row)
         print()
     print(
-        f"{'chip':<26} {'area ours':>11} {'published':>11} {'error':>7}   {'power ours':>11} {'published':>11} {'error':>7}"
+        f"{'chip':<26} {'area ours':>11} {'published':>11} {'error':>7}   "
+        f"{'power ours':>11} {'published':>11} {'error':>7}"
     )
     for row in rows:
         chip = row.chip

@@ -361,11 +361,12 @@ def test_layer_breakdown_offers_every_pareto_design_and_opens_on_the_knee(tmp_pa
     for index, button in enumerate(buttons):
         mask = button["args"][0]["visible"]
         assert sum(mask) == per_design and mask[index * per_design]
+    _check_front_breakdown(text, run)
 
 
-def test_front_breakdown_stacks_each_designs_energy_and_area_to_its_totals(tmp_path: Path) -> None:
-    run = synthetic_run()
-    text, _ = _parse(_write(tmp_path, run))
+def _check_front_breakdown(text: str, run: dict) -> None:
+    """The front breakdown stacks each Pareto design's energy and area to its totals (checked on a report that
+    another test writes anyway: a report costs a second)."""
     fig = _figure_json(text, "fig-front-breakdown")
     front = run["points"][run["points"]["pareto"]]
     energy = [t for t in fig["data"] if t["legendgroup"] == "energy [mJ]"]
