@@ -40,14 +40,11 @@ import numpy as np
 
 from dse.files import atomic_write_text
 from hwmodels.catalogs.tech_data import (
-    DIE_OVERHEAD as DIE_OVERHEAD,
-)
-from hwmodels.catalogs.tech_data import (
-    DRAM as DRAM,
-)
-from hwmodels.catalogs.tech_data import (
+    DIE_OVERHEAD,
+    DRAM,
     HOROWITZ_AREA,
     HOROWITZ_ENERGY,
+    LOGIC_UTILIZATION,
     NANGATE,
     SRAM_ACCESS_FIXED_SHARE,
     SRAM_ARRAY_EFFICIENCY,
@@ -55,16 +52,9 @@ from hwmodels.catalogs.tech_data import (
     STILLMAKER_AREA,
     STILLMAKER_ENERGY,
     VDD,
+    Sourced,
 )
-from hwmodels.catalogs.tech_data import (
-    LOGIC_UTILIZATION as LOGIC_UTILIZATION,
-)
-from hwmodels.catalogs.tech_data import (
-    UNVERIFIED as UNVERIFIED,
-)
-from hwmodels.catalogs.tech_data import (
-    Sourced as Sourced,
-)
+from hwmodels.catalogs.tech_data import UNVERIFIED as UNVERIFIED  # re-exported: callers import it from here
 
 SOURCES_MD = Path(__file__).resolve().parent.parent / "data" / "SOURCES.md"
 
