@@ -11,7 +11,6 @@ import html
 
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from dse.report.data import AREA_POINT_COLUMN, ENERGY_POINT_COLUMN, ReportData, breakdown_columns, distance_to_knee
 from dse.report.figures import ENERGY_COLORS
@@ -39,9 +38,14 @@ def front_breakdown_figure(data: ReportData) -> go.Figure | None:
         f"{pid}{' ★' if str(pid) == data.knee_id else ''}" for pid in front["point_id"].astype(str).map(html.escape)
     ]
     panels = [(columns, title) for columns, title in ((energy, "energy [mJ]"), (area, "area [mm^2]")) if columns]
-    fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.08)
-    for row, (columns, title) in enumerate(panels, start=1):
+    fig = go.Figure()
+    gap = 0.08
+    height = (1.0 - gap * (len(panels) - 1)) / len(panels)
+    layout: dict[str, object] = {}
+    for index, (columns, title) in enumerate(panels):
+        suffix = "" if index == 0 else str(index + 1)  # plotly's axis names: x, x2; y, y2
         pattern = ENERGY_POINT_COLUMN if columns is energy else AREA_POINT_COLUMN
+        unit = title.split()[-1][1:-1]
         for i, column in enumerate(columns):
             name = pattern.match(column).group(1)  # type: ignore[union-attr]
             fig.add_trace(
@@ -49,14 +53,24 @@ def front_breakdown_figure(data: ReportData) -> go.Figure | None:
                     x=labels,
                     y=front[column].fillna(0.0).to_numpy(dtype=float),
                     name=name,
+                    xaxis=f"x{suffix}",
+                    yaxis=f"y{suffix}",
                     legendgroup=title,
                     legendgrouptitle_text=title if i == 0 else None,
                     marker_color=ENERGY_COLORS[i % len(ENERGY_COLORS)],
-                    hovertemplate=f"%{{x}}<br>{html.escape(name)}: %{{y:.4g}} {title.split()[-1][1:-1]}<extra></extra>",
-                ),
-                row=row,
-                col=1,
+                    hovertemplate=f"%{{x}}<br>{html.escape(name)}: %{{y:.4g}} {unit}<extra></extra>",
+                )
             )
-        fig.update_yaxes(title_text=title, row=row, col=1)
-    fig.update_layout(barmode="stack", height=260 * len(panels) + 80, margin={"t": 30, "b": 40}, legend={"x": 1.02})
+        top = 1.0 - index * (height + gap)  # panels from the top down, sharing one x axis
+        layout[f"yaxis{suffix}"] = {
+            "domain": [max(top - height, 0.0), top],
+            "title": {"text": title},
+            "anchor": f"x{suffix}",
+        }
+        layout[f"xaxis{suffix}"] = {"anchor": f"y{suffix}", "showticklabels": index == len(panels) - 1}
+        if index:
+            layout[f"xaxis{suffix}"]["matches"] = "x"
+    fig.update_layout(
+        barmode="stack", height=260 * len(panels) + 80, margin={"t": 30, "b": 40}, legend={"x": 1.02}, **layout
+    )
     return fig
