@@ -24,7 +24,7 @@ from dse.runs import list_runs, rebuild_report
 from dse.session import build_evaluator, full_point, parse_point
 from dse.space import DesignSpace
 from dse.spec import load_spec
-from hwmodels.base import METRICS
+from hwmodels.base import METRICS, Metrics, area_blocks_mm2
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
@@ -55,14 +55,32 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     else:
         print(f"{spec.name}: {graph.summary()}")
         print("point: " + ", ".join(f"{k}={v}" for k, v in point.items()))
-        for name, value in values.items():
+        for name, value in metrics.values.items():
             unit = METRICS.get(name, ("", "", ""))[0]
             print(f"  {name:<22} {value:>14.6g} {unit}")
+        for line in breakdown_lines(metrics):
+            print(line)
     if args.layers:
         frame = pd.DataFrame([layer.row() for layer in metrics.layers])
         atomic_write(args.layers, lambda path: frame.to_csv(path, index=False))
         print(f"wrote {len(frame)} layers to {args.layers}")
     return 0
+
+
+def breakdown_lines(metrics: Metrics) -> list[str]:
+    """The design's energy by component (mJ) and area by block (mm^2), each with its share of the total."""
+    tables = (
+        ("energy by component", "mJ", {k: v * 1e-9 for k, v in metrics.energy_breakdown_pj.items()}),
+        ("area by block", "mm^2", area_blocks_mm2(metrics.info)),
+    )
+    lines: list[str] = []
+    for title, unit, parts in tables:
+        total = sum(parts.values())
+        if not parts or total <= 0:
+            continue
+        lines.append(f"  {title}:")
+        lines += [f"    {name:<20} {value:>14.6g} {unit:<5} {value / total:>6.1%}" for name, value in parts.items()]
+    return lines
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -94,10 +94,18 @@ class Metrics:
         return self.values[name]
 
     def flat(self) -> dict[str, float]:
-        """Scalar metrics plus the energy breakdown as ``energy_<component>_mj`` columns."""
+        """Scalar metrics plus the energy breakdown as ``energy_<component>_mj`` columns and the area breakdown
+        (``info["area_breakdown_mm2"]``, where the model gives one) as ``area_<block>_mm2`` columns."""
         out = dict(self.values)
         out.update({f"energy_{k}_mj": v * 1e-9 for k, v in self.energy_breakdown_pj.items()})
+        out.update({f"area_{k}_mm2": v for k, v in area_blocks_mm2(self.info).items()})
         return out
+
+
+def area_blocks_mm2(info: dict[str, Any]) -> dict[str, float]:
+    """The area per block a model put in its ``info`` (without a ``total`` entry), or nothing."""
+    blocks = info.get("area_breakdown_mm2") or {}
+    return {block: float(mm2) for block, mm2 in blocks.items() if block != "total"}
 
 
 @dataclass(frozen=True)

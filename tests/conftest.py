@@ -52,6 +52,7 @@ INTEGRATION_MODULES = frozenset(
         "test_scalesim_truth",
         "test_scalesim_validation",
         "test_schedule_cli",
+        "test_silicon",
         "test_solver_limits",
         "test_sparsity_scalesim",
         "test_store",

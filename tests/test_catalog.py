@@ -6,6 +6,7 @@ import dataclasses
 import math
 import re
 
+import numpy as np
 import pytest
 
 from hwmodels.catalogs import tech as catalog
@@ -22,7 +23,7 @@ from hwmodels.catalogs.tech import (
     tech_names,
 )
 
-NODES_LARGE_TO_SMALL = ["asic-45nm", "asic-28nm", "asic-16nm", "asic-7nm"]
+NODES_LARGE_TO_SMALL = ["asic-65nm", "asic-45nm", "asic-28nm", "asic-22nm", "asic-16nm", "asic-7nm"]
 YEAR = re.compile(r"\b(19|20)\d\d\b")
 
 
@@ -33,7 +34,7 @@ def all_nodes() -> list[TechNode]:
 # ---- names, aliases, errors -------------------------------------------------------------------------
 
 
-def test_tech_names_are_the_four_nodes_largest_first():
+def test_tech_names_are_the_six_nodes_largest_first():
     assert tech_names() == NODES_LARGE_TO_SMALL
 
 
@@ -44,7 +45,7 @@ def test_aliases_resolve_to_the_same_node(alias):
     assert node.node_nm == 28 and node.name == "asic-28nm"
 
 
-@pytest.mark.parametrize("bad", ["3nm", "asic-22nm", "tsmc7", ""])
+@pytest.mark.parametrize("bad", ["3nm", "asic-20nm", "tsmc7", ""])
 def test_unknown_tech_is_a_keyerror_listing_every_name(bad):
     with pytest.raises(UnknownTechError) as info:
         get_tech(bad)
@@ -117,7 +118,16 @@ def test_unverified_numbers_are_exactly_the_known_few():
     flagged = {f"dram.{kind}" for kind, value in DRAM.items() if catalog.UNVERIFIED in value.source}
     for node in all_nodes():
         flagged |= {f"node.{name}" for name, src in node.sources().items() if catalog.UNVERIFIED in src}
-    assert flagged == {"dram.ddr4", "dram.lpddr4", "dram.lpddr5", "dram.gddr6", "node.sram_array_efficiency"}
+    assert flagged == {
+        "dram.ddr4",
+        "dram.lpddr4",
+        "dram.lpddr5",
+        "dram.gddr6",
+        "node.sram_array_efficiency",
+        "node.sram_access_fixed_share",
+    }
+    assert catalog.UNVERIFIED in catalog.LOGIC_UTILIZATION.source
+    assert not any(catalog.UNVERIFIED in s.source for s in catalog.DIE_OVERHEAD.values())
 
 
 def test_derived_values_keep_the_original_reference_and_say_how():
@@ -126,6 +136,8 @@ def test_derived_values_keep_the_original_reference_and_say_how():
     assert "Horowitz" in src and "Stillmaker" in src and "45->7 nm" in src
     assert "Stillmaker" in node.sources()["int8_mult_area_um2"]
     assert "interpolated" in get_tech("28nm").sources()["energy_scale"]
+    assert "interpolated" in get_tech("22nm").sources()["energy_scale"]
+    assert "E_bulk65" in get_tech("65nm").sources()["energy_scale"]
 
 
 def test_nodes_are_immutable():
@@ -294,3 +306,55 @@ def test_sources_md_lists_every_field_of_every_node_with_value_and_source():
     for kind, sourced in DRAM.items():
         assert tables["dram"][kind][0] == pytest.approx(sourced.value)
         assert tables["dram"][kind][2] == sourced.source
+
+
+# ---- SRAM by access width and banking ------------------------------------------------------------------
+
+
+def test_sram_default_width_and_one_bank_keep_the_horowitz_anchors():
+    node = get_tech("45nm")
+    for kib, pj_64b in ((8, 10.0), (32, 20.0), (1024, 100.0)):
+        assert node.sram_energy_pj_per_byte(kib, width_bits=64, banks=1) == node.sram_energy_pj_per_byte(kib)
+        assert node.sram_energy_pj_per_byte(kib) == pytest.approx(pj_64b / 8, rel=1e-12)
+
+
+def test_sram_banking_prices_the_bank_an_access_activates():
+    node = get_tech("28nm")
+    assert node.sram_energy_pj_per_byte(256, banks=4) == pytest.approx(node.sram_energy_pj_per_byte(64))
+    assert node.sram_energy_pj_per_byte(1024, banks=16) < node.sram_energy_pj_per_byte(1024, banks=2)
+
+
+def test_sram_width_splits_a_fixed_share_from_a_per_bit_share():
+    node = get_tech("45nm")
+    fixed = node.sram_access_fixed_share.value
+    per_64b = node.sram_energy_pj_per_byte(32) * 8
+    # a 256-bit access: the fixed share once plus four 64-bit per-bit shares
+    assert node.sram_energy_pj_per_byte(32, width_bits=256) * 32 == pytest.approx(per_64b * (fixed + 4 * (1 - fixed)))
+    widths = [8, 16, 64, 128, 512]
+    per_byte = [node.sram_energy_pj_per_byte(32, width_bits=w) for w in widths]
+    assert all(a > b for a, b in zip(per_byte, per_byte[1:])), "wider accesses amortise the fixed share"
+    arr = node.sram_energy_pj_per_byte(np.array([16.0, 64.0]), width_bits=128, banks=2)
+    assert arr[1] == pytest.approx(node.sram_energy_pj_per_byte(64.0, width_bits=128, banks=2))
+
+
+@pytest.mark.parametrize("kwargs", [{"width_bits": 0}, {"banks": 0}, {"banks": 1.5}, {"banks": True}])
+def test_sram_bad_width_or_banks_raise_valueerror(kwargs):
+    with pytest.raises(ValueError):
+        get_tech("7nm").sram_energy_pj_per_byte(64, **kwargs)
+
+
+def test_new_nodes_take_their_published_anchors():
+    n65, n22 = get_tech("65nm"), get_tech("22nm")
+    assert n65.sram_bitcell_um2.value == 0.57 and n22.sram_bitcell_um2.value == 0.092
+    assert n65.area_scale.value == 1.5  # Stillmaker & Baas, row 45 nm, column 65 nm
+    # E_bulk65(1.0 V) = 3.755 - 4.398 + 1.975 = 1.332 against E_HP45(0.9 V) = 0.6989
+    assert n65.energy_scale.value == pytest.approx(1.332 / 0.69889, rel=1e-3)
+    assert get_tech("28nm").energy_scale.value > n22.energy_scale.value > get_tech("16nm").energy_scale.value
+
+
+def test_die_overheads_reproduce_the_tpu_v1_floor_plan_shares():
+    shares = {k: v.value for k, v in catalog.DIE_OVERHEAD.items()}
+    core = 0.37 + 0.30
+    assert shares["control"] * core == pytest.approx(0.02)
+    assert shares["io"] * core == pytest.approx(0.10)
+    assert (1 + sum(shares.values())) * core == pytest.approx(1.0)  # the blocks and overheads make the whole die

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -241,3 +243,25 @@ def test_every_command_names_a_function_that_exists() -> None:
     assert len(parsers) == 16  # 12 commands, and `surrogate` with 4 of its own
     for parser in parsers:
         assert callable(load_name(parser.get_default("run"))), parser.prog
+
+
+def test_evaluate_prints_energy_by_component_and_area_by_block(small_spec: Path, capsys) -> None:
+    point = ["--point", "rows=32", "--point", "cols=16", "--point", "dataflow=os", "--point", "sram_kib=256"]
+    code, out, err = in_process(capsys, "evaluate", str(small_spec), *point)
+    assert code == 0, err
+    energy_at, area_at = out.index("energy by component:"), out.index("area by block:")
+    assert energy_at < area_at
+
+    def table(text: str) -> dict[str, tuple[float, float]]:
+        rows = re.findall(r"^    (\w+)\s+(\S+) \S+\s+([\d.]+)%$", text, re.M)
+        return {name: (float(value), float(share)) for name, value, share in rows}
+
+    energy, area = table(out[energy_at:area_at]), table(out[area_at:])
+    assert {"mac", "sram", "dram", "leakage"} <= set(energy)
+    assert {"pe_array", "sram", "control", "io", "wiring"} <= set(area)
+    assert sum(share for _, share in area.values()) == pytest.approx(100, abs=0.5)
+    code, out, err = in_process(capsys, "evaluate", str(small_spec), *point, "--json")
+    metrics = json.loads(out)["metrics"]
+    blocks = {k: v for k, v in metrics.items() if re.fullmatch(r"area_.+_mm2", k)}
+    assert sum(blocks.values()) == pytest.approx(metrics["area_mm2"])
+    assert blocks["area_sram_mm2"] == pytest.approx(area["sram"][0], rel=1e-5)

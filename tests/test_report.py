@@ -122,6 +122,9 @@ def synthetic_run(
             "energy_mj": energy_mj,
             "edp": energy_mj * latency_ms,
             "area_mm2": 0.5 + point["rows"] * point["cols"] * 6e-4 + point["sram_kib"] * 1.6e-3,
+            "area_pe_array_mm2": point["rows"] * point["cols"] * 6e-4,
+            "area_sram_mm2": point["sram_kib"] * 1.6e-3,
+            "area_wiring_mm2": 0.5,
             "power_w": energy_mj / latency_ms,
             "utilization": float((frame["utilization"] * frame["macs"]).sum() / macs),
             "dram_mb": float((frame["dram_read_bytes"] + frame["dram_write_bytes"]).sum() / 1e6),
@@ -264,7 +267,7 @@ def test_report_is_self_contained_and_has_every_section(tmp_path: Path) -> None:
     path = _write(tmp_path, run, notes=["workload: resnet18, batch 1, int8", "template: systolic"])
     text, page = _parse(path)
 
-    assert page.figure_ids == ["fig-pareto", "fig-parcoords", "fig-hypervolume", "fig-layers"]
+    assert page.figure_ids == ["fig-pareto", "fig-parcoords", "fig-hypervolume", "fig-front-breakdown", "fig-layers"]
     assert text.count("Plotly.newPlot(") == len(page.figure_ids)
     bundle_head = plotly.offline.get_plotlyjs()[:300]
     assert text.count(bundle_head) == 1, "plotly.js must be embedded exactly once"
@@ -358,6 +361,26 @@ def test_layer_breakdown_offers_every_pareto_design_and_opens_on_the_knee(tmp_pa
     for index, button in enumerate(buttons):
         mask = button["args"][0]["visible"]
         assert sum(mask) == per_design and mask[index * per_design]
+    _check_front_breakdown(text, run)
+
+
+def _check_front_breakdown(text: str, run: dict) -> None:
+    """The front breakdown stacks each Pareto design's energy and area to its totals (checked on a report that
+    another test writes anyway: a report costs a second)."""
+    fig = _figure_json(text, "fig-front-breakdown")
+    front = run["points"][run["points"]["pareto"]]
+    energy = [t for t in fig["data"] if t["legendgroup"] == "energy [mJ]"]
+    area = [t for t in fig["data"] if t["legendgroup"] == "area [mm^2]"]
+    assert sorted(t["name"] for t in energy) == sorted(ENERGY_COMPONENTS)
+    assert [t["name"] for t in area] == ["pe_array", "sram", "wiring"]
+    assert len(energy[0]["x"]) == len(front) and fig["layout"]["barmode"] == "stack"
+    by_id = front.set_index("point_id")
+    ids = [label.split(" ")[0] for label in energy[0]["x"]]
+    stacked_area = np.sum([_values(t["y"]) for t in area], axis=0)
+    assert np.allclose(stacked_area, by_id.loc[ids, "area_mm2"].to_numpy())
+    stacked_energy = np.sum([_values(t["y"]) for t in energy], axis=0)
+    assert np.allclose(stacked_energy, by_id.loc[ids, "energy_mj"].to_numpy(), rtol=1e-9)
+    assert "area_sram_mm2 [mm^2]" in text  # the Pareto table carries the area blocks with their unit
 
 
 def test_parallel_coordinates_encode_categorical_params(tmp_path: Path) -> None:
@@ -386,6 +409,7 @@ def test_three_objectives_add_3d_view_and_scatter_matrix(tmp_path: Path) -> None
         "fig-scatter-matrix",
         "fig-parcoords",
         "fig-hypervolume",
+        "fig-front-breakdown",
         "fig-layers",
     ]
     assert page.table_rows["pareto"] == int(run["points"]["pareto"].sum())
@@ -414,7 +438,13 @@ def test_maximised_objective_flips_the_step_and_the_knee(tmp_path: Path) -> None
 def test_one_objective_shows_progress_and_ranking_instead_of_a_front(tmp_path: Path) -> None:
     run = synthetic_run(objectives=[Objective("edp", "min")])
     text, page = _parse(_write(tmp_path, run))
-    assert page.figure_ids == ["fig-objective-progress", "fig-objective-ranked", "fig-parcoords", "fig-layers"]
+    assert page.figure_ids == [
+        "fig-objective-progress",
+        "fig-objective-ranked",
+        "fig-parcoords",
+        "fig-front-breakdown",
+        "fig-layers",
+    ]
     progress = _figure_json(text, "fig-objective-progress")
     best = next(t for t in progress["data"] if t["name"] == "best so far")
     assert np.all(np.diff(_values(best["y"])) <= 0)

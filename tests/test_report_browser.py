@@ -115,6 +115,7 @@ def test_every_figure_is_drawn_by_plotly(rendered: dict) -> None:
         "fig-scatter-matrix",
         "fig-parcoords",
         "fig-hypervolume",
+        "fig-front-breakdown",
         "fig-layers",
     ]
     dom = rendered["dom"]

@@ -21,17 +21,21 @@ from hwmodels.base import METRICS
 REQUIRED_POINT_COLUMNS = ("point_id", "seq", "status", "feasible", "pareto")
 
 ENERGY_POINT_COLUMN = re.compile(r"^energy_(.+)_mj$")
+AREA_POINT_COLUMN = re.compile(r"^area_(.+)_mm2$")
 
 
 # --------------------------------------------------------------------------- formatting helpers
 
 
 def metric_unit(name: str) -> str:
-    """Unit of a metric column: from METRICS, or mJ for the ``energy_<component>_mj`` breakdown."""
+    """Unit of a metric column: from METRICS, mJ for the ``energy_<component>_mj`` breakdown, mm^2 for the
+    ``area_<block>_mm2`` one."""
     if name in METRICS:
         return METRICS[name][0]
     if ENERGY_POINT_COLUMN.match(name):
         return "mJ"
+    if AREA_POINT_COLUMN.match(name):
+        return "mm^2"
     return ""
 
 
@@ -145,10 +149,17 @@ def count_violators(frame: pd.DataFrame, constraint: Constraint) -> int:
 
 
 def metric_columns(points: pd.DataFrame, objectives: Sequence[str]) -> list[str]:
-    """Objectives first, then every other METRICS column, then the energy breakdown, if present and not all NaN."""
+    """Objectives first, then every other METRICS column, then the energy and area breakdowns, if present and
+    not all NaN."""
     present = [m for m in METRICS if m in points.columns and points[m].notna().any()]
-    breakdown = sorted(c for c in points.columns if ENERGY_POINT_COLUMN.match(c) and points[c].notna().any())
-    return list(dict.fromkeys([*objectives, *present, *breakdown]))
+    energy = breakdown_columns(points, ENERGY_POINT_COLUMN)
+    area = breakdown_columns(points, AREA_POINT_COLUMN)
+    return list(dict.fromkeys([*objectives, *present, *energy, *area]))
+
+
+def breakdown_columns(points: pd.DataFrame, pattern: re.Pattern[str]) -> list[str]:
+    """The breakdown columns (``energy_<component>_mj`` or ``area_<block>_mm2``) present and not all NaN."""
+    return sorted(c for c in points.columns if pattern.match(c) and c not in METRICS and points[c].notna().any())
 
 
 def distance_to_knee(frame: pd.DataFrame, data: ReportData) -> np.ndarray:

@@ -45,6 +45,7 @@ from dse.report.figures import (
     scatter_matrix_figure,
     single_objective_figures,
 )
+from dse.report.figures_breakdown import front_breakdown_figure
 from dse.report.figures_layers import layer_breakdown_figure
 from dse.report.figures_schedule import has_schedule, schedule_figure
 from hwmodels.base import METRICS
@@ -261,6 +262,16 @@ def _sections(data: ReportData, layers: Mapping[str, pd.DataFrame], hypervolume:
         )
         body = _figure_html(hypervolume_figure(hypervolume), "fig-hypervolume")
         sections.append(Section("progress", "Search progress", how, body))
+
+    breakdown = front_breakdown_figure(data)
+    if breakdown is not None:
+        how = (
+            "Each Pareto design's energy by component (top) and area by block (bottom), as its hardware model "
+            "splits them; the star marks the knee design."
+        )
+        sections.append(
+            Section("breakdown", "Energy and area by component", how, _figure_html(breakdown, "fig-front-breakdown"))
+        )
 
     if not data.front.empty:
         result = layer_breakdown_figure(data, layers)

@@ -96,14 +96,17 @@ SN40L = RduPreset(
         2000,
         "GB/s",
         f"{UNVERIFIED}: HBM bandwidth of the SN40L is not in the numbers we took from {SN40L_PAPER}; ~2 TB/s "
-        "assumed for its 64 GB HBM3 (the order of an H100 SXM's 3.35 TB/s over 80 GB, scaled by capacity)",
+        "assumed for its 64 GB HBM3 (the order of an H100 SXM's 3.35 TB/s over 80 GB, scaled by capacity). Bound: "
+        "JEDEC JESD238 HBM3 (2022) runs 6.4 Gb/s on a 1,024-bit stack interface = 819 GB/s per stack, so 64 GB as "
+        "four 16 GB stacks peaks at 3.28 TB/s; 2 TB/s is 61 % of that",
     ),
     ddr_gb=Sourced(1536, "GB", f"{SN40L_PAPER}: up to 1.5 TB of DDR"),
     ddr_gbps=Sourced(
         200,
         "GB/s",
         f"{UNVERIFIED}: DDR bandwidth assumed 200 GB/s (a few DDR5 channels); not among the numbers we took from "
-        f"{SN40L_PAPER}",
+        f"{SN40L_PAPER}. Cross-check: JEDEC JESD79-5 DDR5 (2020) at 4,800 MT/s on a 64-bit channel moves 38.4 GB/s, "
+        "so 200 GB/s is 5.2 such channels",
     ),
     reconfig_us=Sourced(
         10.0,

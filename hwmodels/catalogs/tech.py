@@ -15,8 +15,12 @@ How the per-node numbers are built:
 * Leakage density is calibrated on Aladdin's 40 nm datapath models and kept a constant fraction of dynamic
   power density across nodes (an assumption, stated in the source string).
 * DRAM energy per bit does not depend on the logic node; ``DRAM`` holds it by interface kind.
-* 28 nm is not one of the Stillmaker & Baas nodes; its factors are interpolated log-linearly (in node size)
-  between their 32 nm and 20 nm values, and the ``source`` strings say so.
+* 28 nm and 22 nm are not Stillmaker & Baas nodes; their factors are interpolated log-linearly (in node size)
+  between their 32 nm and 20 nm values, and the ``source`` strings say so. 65 nm uses their bulk row.
+* SRAM energy depends on the capacity of the bank an access activates, the access width and the banking
+  (``sram_energy_pj_per_byte``): Horowitz's 64-bit accesses split into a part every access pays (decoders,
+  word line, control) and a part per bit read (bit lines, sense amplifiers, output drivers), as CACTI
+  organises an array.
 
 Structure for other catalogs: GPU and FPGA parts will join as further tables of ``Sourced`` values in this
 module, each keyed by a part name with its own ``get_*``/``*_names`` pair and Unknown*Error.
@@ -35,53 +39,24 @@ from pathlib import Path
 import numpy as np
 
 from dse.files import atomic_write_text
+from hwmodels.catalogs.tech_data import (
+    DIE_OVERHEAD,
+    DRAM,
+    HOROWITZ_AREA,
+    HOROWITZ_ENERGY,
+    LOGIC_UTILIZATION,
+    NANGATE,
+    SRAM_ACCESS_FIXED_SHARE,
+    SRAM_ARRAY_EFFICIENCY,
+    SRAM_BITCELL_UM2,
+    STILLMAKER_AREA,
+    STILLMAKER_ENERGY,
+    VDD,
+    Sourced,
+)
+from hwmodels.catalogs.tech_data import UNVERIFIED as UNVERIFIED  # re-exported: callers import it from here
 
 SOURCES_MD = Path(__file__).resolve().parent.parent / "data" / "SOURCES.md"
-
-# Sources starting with UNVERIFIED come from the project's technology brief and could not be traced to a primary
-# source yet; SOURCES.md shows the flag so a reader can weigh them.
-UNVERIFIED = "UNVERIFIED"
-
-
-@dataclass(frozen=True)
-class Sourced:
-    """A number taken from outside, with its unit and a citation saying where it came from and how."""
-
-    value: float
-    unit: str
-    source: str
-
-    def derived(self, factor: float, how: str, unit: str | None = None) -> Sourced:
-        """This value times ``factor``; the citation keeps the original source and appends ``how``."""
-        return Sourced(self.value * factor, unit or self.unit, f"{self.source}; {how}")
-
-
-# --------------------------------------------------------------------------------------------------
-# References (short forms used in every ``source`` string)
-# --------------------------------------------------------------------------------------------------
-HOROWITZ = 'M. Horowitz, "Computing\'s energy problem (and what we can do about it)", ISSCC 2014, pp. 10-14'
-HOROWITZ_ENERGY = f"{HOROWITZ}, energy table (Fig. 1.1.9: rough energy costs, 45 nm, 0.9 V)"
-HOROWITZ_AREA = (
-    "S. Han and W. Dally, 'cost of operations' table pairing Horowitz's ISSCC 2014 energies with areas from "
-    "Design Compiler synthesis in TSMC 45 nm (FP units from DesignWare), Stanford CS231n 2017 Lecture 15 "
-    "'Efficient Methods and Hardware for Deep Learning'"
-)
-STILLMAKER = (
-    'A. Stillmaker and B. Baas, "Scaling equations for the accurate prediction of CMOS device performance '
-    'from 180 nm to 7 nm", Integration, the VLSI Journal 58 (2017) 74-81'
-)
-STILLMAKER_ENERGY = (
-    f"{STILLMAKER}, Table 5 energy polynomials for the HP models (coefficients as transcribed in UCLA NanoCAD "
-    "nodeScale.py, 2021; checked against the published erratum example E_HP32(0.9 V) = 0.4571)"
-)
-STILLMAKER_AREA = (
-    f"{STILLMAKER}, area scaling factor table, row 45 nm (as transcribed in UCLA NanoCAD nodeScale.py, 2021)"
-)
-NANGATE = "NanGate FreePDK45 Open Cell Library (2011), typical corner 1.1 V 25 C, liberty file"
-OCONNOR = (
-    'M. O\'Connor et al., "Fine-Grained DRAM: Energy-Efficient DRAM for Extreme Bandwidth Systems", '
-    "MICRO 2017, Sec. 2 / Fig. 2 (I/O + row + column energy per bit)"
-)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -124,6 +99,7 @@ DFF_AREA_45NM = Sourced(4.522, "um^2/bit", f"{NANGATE}: cell DFF_X1 area")
 # Table: Stillmaker & Baas 2017 energy polynomials E(V) = a V^2 + b V + c (arbitrary units, HP devices)
 # --------------------------------------------------------------------------------------------------
 STILLMAKER_ENERGY_POLY: dict[int, tuple[float, float, float]] = {
+    65: (3.755, -4.398, 1.975),  # the bulk model: Table 5 has no HP/LP split at 65 nm and above
     45: (1.018, -0.3107, 0.1539),
     32: (0.8367, -0.4341, 0.1701),
     20: (0.373, -0.1582, 0.04104),
@@ -131,7 +107,7 @@ STILLMAKER_ENERGY_POLY: dict[int, tuple[float, float, float]] = {
     7: (0.1776, -0.09097, 0.02447),
 }
 # Area relative to 45 nm (Table 4, row 45 nm).
-STILLMAKER_AREA_VS_45NM: dict[int, float] = {45: 1.0, 32: 0.46, 20: 0.21, 16: 0.19, 7: 0.059}
+STILLMAKER_AREA_VS_45NM: dict[int, float] = {65: 1.5, 45: 1.0, 32: 0.46, 20: 0.21, 16: 0.19, 7: 0.059}
 
 
 def _stillmaker_energy(node_nm: int, vdd: float) -> float:
@@ -153,7 +129,8 @@ def _energy_scale(node_nm: int, vdd: float) -> Sourced:
     base = _stillmaker_energy(45, HOROWITZ_VDD)
     if node_nm in STILLMAKER_ENERGY_POLY:
         ratio = _stillmaker_energy(node_nm, vdd) / base
-        how = f"E_HP{node_nm}({vdd} V) / E_HP45({HOROWITZ_VDD} V) = {ratio:.4f}"
+        model = "E_bulk" if node_nm > 45 else "E_HP"  # Table 5 gives one bulk row for 65 nm and above
+        how = f"{model}{node_nm}({vdd} V) / E_HP45({HOROWITZ_VDD} V) = {ratio:.4f}"
     elif 20 < node_nm < 32:
         e32, e20 = _stillmaker_energy(32, vdd), _stillmaker_energy(20, vdd)
         ratio = _log_interp(node_nm, 20, 32, e20, e32) / base
@@ -181,56 +158,6 @@ def _area_scale(node_nm: int) -> Sourced:
         raise ValueError(f"no Stillmaker & Baas area data for {node_nm} nm")
     return Sourced(ratio, "x 45nm", f"{STILLMAKER_AREA}; {how}")
 
-
-# --------------------------------------------------------------------------------------------------
-# Table: per-node facts that are not derived by scaling (supply, SRAM bitcell, leakage)
-# --------------------------------------------------------------------------------------------------
-VDD: dict[int, Sourced] = {
-    45: Sourced(0.9, "V", f"{HOROWITZ_ENERGY}: all figures quoted at 0.9 V"),
-    28: Sourced(0.9, "V", "foundry nominal core supply of TSMC 28HPM (volume production 2012): 0.9 V"),
-    16: Sourced(0.8, "V", "foundry nominal core supply of TSMC 16FF+ (volume production 2015): 0.8 V"),
-    7: Sourced(
-        0.7,
-        "V",
-        'L. T. Clark et al., "ASAP7: A 7-nm finFET predictive process design kit", Microelectronics '
-        "Journal 53 (2016) 105-115: nominal VDD 0.7 V",
-    ),
-}
-
-SRAM_BITCELL_UM2: dict[int, Sourced] = {
-    45: Sourced(
-        0.346,
-        "um^2",
-        'K. Mistry et al., "A 45nm logic technology with high-k+metal gate transistors...", IEDM 2007: '
-        "0.346 um^2 6T SRAM cell",
-    ),
-    28: Sourced(
-        0.127,
-        "um^2",
-        'S.-Y. Wu et al. (TSMC), "A highly manufacturable 28nm CMOS low power platform technology with fully '
-        'functional 64Mb SRAM...", VLSI Technology Symp. 2009: 64 Mb SRAM with a 0.127 um^2 6T cell',
-    ),
-    16: Sourced(
-        0.07,
-        "um^2",
-        'S.-Y. Wu et al. (TSMC), "A 16nm FinFET CMOS technology for mobile SoC and computing applications", '
-        "IEDM 2013: 128 Mb SRAM with a 0.07 um^2 high-density 6T cell",
-    ),
-    7: Sourced(
-        0.027,
-        "um^2",
-        'S.-Y. Wu et al., "A 7nm CMOS platform technology featuring 4th generation FinFET transistors with a '
-        '0.027um^2 high density 6-T SRAM cell for mobile SoC applications", IEDM 2016',
-    ),
-}
-
-SRAM_ARRAY_EFFICIENCY = Sourced(
-    0.6,
-    "bitcell area / macro area",
-    f"{UNVERIFIED}: midpoint of the 0.5-0.7 array efficiency of compiled SRAM macros given in the dse technology "
-    "brief; CACTI (N. Muralimanohar et al., CACTI 6.0, HP Labs HPL-2009-85, 2009) reports this 'area efficiency' "
-    "per array and is the tool to refine it",
-)
 
 # Leakage calibration: Aladdin's functional-unit models, characterized in a commercial 40 nm ('40g') library
 # at a 1 ns clock: (leakage mW, area um^2) of a 32-bit register, 32-bit adder and 32-bit multiplier.
@@ -261,44 +188,6 @@ def _leakage_density(energy_scale: Sourced, area_scale: Sourced) -> Sourced:
         f"energy_scale/area_scale = {energy_scale.value:.4f}/{area_scale.value:.4f} = {factor:.4f}"
     )
     return Sourced(base * factor, "W/mm^2", f"{ALADDIN}; {how}")
-
-
-# --------------------------------------------------------------------------------------------------
-# Table: DRAM access energy (pJ per bit moved across the interface, activation + I/O)
-# --------------------------------------------------------------------------------------------------
-DRAM: dict[str, Sourced] = {
-    "ddr4": Sourced(
-        17.5,
-        "pJ/bit",
-        f"{UNVERIFIED}: midpoint of the 15-20 pJ/bit range for DDR4 DIMMs (activation + column + off-chip I/O) given "
-        "in the dse technology brief; the method to re-derive it is Micron TN-40-07 'Calculating Memory Power for "
-        "DDR4 SDRAM'",
-    ),
-    "lpddr4": Sourced(
-        5.0,
-        "pJ/bit",
-        f"{UNVERIFIED}: midpoint of the 4-6 pJ/bit range for LPDDR4 given in the dse technology brief",
-    ),
-    "lpddr5": Sourced(
-        4.0,
-        "pJ/bit",
-        f"{UNVERIFIED}: LPDDR4 midpoint (5.0 pJ/bit) x 0.8, taking the low end of the ~20-30% power saving over "
-        "LPDDR4X that vendors announced for JEDEC LPDDR5 (JESD209-5, 2019)",
-    ),
-    "hbm2": Sourced(3.97, "pJ/bit", f"{OCONNOR}: HBM2 3.97 pJ/bit"),
-    "hbm3": Sourced(
-        3.97,
-        "pJ/bit",
-        f"HBM2 value of {OCONNOR} reused as an upper bound: no primary HBM3 per-bit figure was found; HBM3 "
-        "(JEDEC JESD238, 2022) lowers VDDQ to 0.4 V, which trims only the small I/O share",
-    ),
-    "gddr6": Sourced(
-        7.5,
-        "pJ/bit",
-        f"{UNVERIFIED}: ~7.5 pJ/bit as given in the dse technology brief; for comparison GDDR5 is 14.0 pJ/bit in "
-        f"{OCONNOR}",
-    ),
-}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -367,6 +256,7 @@ class TechNode:
     dff_area_um2_per_bit: Sourced
     sram_bitcell_um2: Sourced
     sram_array_efficiency: Sourced
+    sram_access_fixed_share: Sourced
     leakage_w_per_mm2: Sourced
 
     # ---- bookkeeping -------------------------------------------------------------------------------
@@ -432,33 +322,51 @@ class TechNode:
             return self._int_add_pj(bits)
         return (self.fp16_add_pj if bits == 16 else self.fp32_add_pj).value
 
-    def sram_energy_pj_per_byte(self, capacity_kib: float | np.ndarray) -> float | np.ndarray:
+    def sram_energy_pj_per_byte(
+        self, capacity_kib: float | np.ndarray, *, width_bits: float = 64, banks: int = 1
+    ) -> float | np.ndarray:
         """Energy per byte read or written in an SRAM of ``capacity_kib`` (a float, or an array of them:
-        the surrogates price a hundred thousand designs at once).
+        the surrogates price a hundred thousand designs at once), accessed ``width_bits`` at a time, split
+        into ``banks`` equal banks of which one access activates one.
 
-        Horowitz's three 64-bit-access anchors (8 KB, 32 KB, 1 MB) are interpolated as a power law in
-        capacity (log-log linear), which reproduces them exactly; outside [8 KiB, 1 MiB] the CACTI-like
-        sqrt(capacity) law (bit/word-line length grows with the side of the array) extrapolates.
+        Horowitz's three 64-bit-access anchors (8 KB, 32 KB, 1 MB) are interpolated as a power law in the
+        bank's capacity (log-log linear), which reproduces them exactly; outside [8 KiB, 1 MiB] the CACTI-like
+        sqrt(capacity) law (bit/word-line length grows with the side of the array) extrapolates. A
+        ``width_bits`` access pays the fixed share of a 64-bit access (``SRAM_ACCESS_FIXED_SHARE``) plus the
+        per-bit rest for its bits, so narrow accesses cost more per byte and wide ones less.
+
+        Banking prices the bank alone, not the routing to it: CACTI charges an H-tree across the whole macro,
+        so heavily banked macros cost more than this (at 65 nm CACTI 7, run through AccelForge's hwcomponents
+        1.0.467 in 2026, gives 90.6 pJ per 64-bit read of a 128 KiB, 32-bank buffer; this method gives 13.5 pJ
+        for its 4 KiB bank and 72 pJ for the unbanked 128 KiB).
         """
         capacity = np.asarray(capacity_kib, dtype=float)
         if not np.all(capacity > 0):
             bad = capacity if capacity.ndim == 0 else capacity[~(capacity > 0)][0]
             raise ValueError(f"capacity_kib must be > 0, got {bad.item()!r}")
+        if not width_bits >= 1:
+            raise ValueError(f"width_bits must be >= 1, got {width_bits!r}")
+        if isinstance(banks, bool) or not isinstance(banks, int) or banks < 1:
+            raise ValueError(f"banks must be an int >= 1, got {banks!r}")
+        bank = capacity / banks
         (c0, e0), (c1, e1), (c2, e2) = (
             (8.0, self.sram_8kib_pj_per_64b.value),
             (32.0, self.sram_32kib_pj_per_64b.value),
             (1024.0, self.sram_1mib_pj_per_64b.value),
         )
         per_64b = np.where(
-            capacity <= c0,
-            e0 * np.sqrt(capacity / c0),
+            bank <= c0,
+            e0 * np.sqrt(bank / c0),
             np.where(
-                capacity >= c2,
-                e2 * np.sqrt(capacity / c2),
-                np.where(capacity <= c1, _power_law(capacity, c0, e0, c1, e1), _power_law(capacity, c1, e1, c2, e2)),
+                bank >= c2,
+                e2 * np.sqrt(bank / c2),
+                np.where(bank <= c1, _power_law(bank, c0, e0, c1, e1), _power_law(bank, c1, e1, c2, e2)),
             ),
         )
         per_byte = per_64b / 8.0
+        if width_bits != 64:
+            fixed = self.sram_access_fixed_share.value
+            per_byte = per_byte * (fixed * 64.0 / width_bits + (1.0 - fixed))
         return float(per_byte) if per_byte.ndim == 0 else per_byte
 
     def dram_energy_pj(self, nbytes: float, kind: str = "lpddr4") -> float:
@@ -533,12 +441,13 @@ def _make_node(node_nm: int) -> TechNode:
         dff_area_um2_per_bit=dff,
         sram_bitcell_um2=SRAM_BITCELL_UM2[node_nm],
         sram_array_efficiency=SRAM_ARRAY_EFFICIENCY,
+        sram_access_fixed_share=SRAM_ACCESS_FIXED_SHARE,
         leakage_w_per_mm2=_leakage_density(energy_scale, area_scale),
         **values,
     )
 
 
-TECH: dict[str, TechNode] = {n.name: n for n in (_make_node(nm) for nm in (45, 28, 16, 7))}
+TECH: dict[str, TechNode] = {n.name: n for n in (_make_node(nm) for nm in (65, 45, 28, 22, 16, 7))}
 
 
 def tech_names() -> list[str]:
@@ -599,6 +508,9 @@ def render_sources_markdown() -> str:
     lines += ["## dram", "", "| field | value | unit | source |", "|---|---|---|---|"]
     for kind, s in DRAM.items():
         lines.append(f"| {kind} | {s.value:.6g} | {_md_cell(s.unit)} | {_md_cell(s.source)} |")
+    lines += ["", "## floorplan", "", "| field | value | unit | source |", "|---|---|---|---|"]
+    for block, s in {**DIE_OVERHEAD, "logic_utilization": LOGIC_UTILIZATION}.items():
+        lines.append(f"| {block} | {s.value:.6g} | {_md_cell(s.unit)} | {_md_cell(s.source)} |")
     lines.append("")
     return "\n".join(lines)
 

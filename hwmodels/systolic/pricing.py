@@ -14,17 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hwmodels.catalogs.tech import TechNode, get_tech
+from hwmodels.catalogs.tech import DIE_OVERHEAD, LOGIC_UTILIZATION, TechNode, get_tech
 from hwmodels.systolic.cost import GemmCost
 from hwmodels.systolic.sparse import sparse_area_fraction
 from templates.systolic import PRECISIONS, SystolicArch
-
-# Area of what is neither PE, SRAM nor vector lane (control, the DRAM PHY/controller, clock tree,
-# wiring): a fraction of the sum of the blocks. 0.2 sits in the 15-30 % range that published
-# accelerator floorplans leave outside their compute arrays and buffers (e.g. TPU v1's die plot,
-# Jouppi et al. ISCA 2017, where the unified buffer + MMU + accumulators take ~2/3 of the die and
-# the DRAM/host interfaces much of the rest); an assumption, not a catalog number.
-INTEGRATION_OVERHEAD = 0.2
 
 # SRAM energy per byte is taken at the capacity of one bank of the double buffer (half the SRAM),
 # since an access activates one half only.
@@ -60,21 +53,40 @@ def number_format(precision: str) -> str:
     return "int" if precision.startswith("int") else "fp"
 
 
+def die_overhead_mm2(core_mm2):  # noqa: ANN001, ANN201 (a float or a numpy column)
+    """What a die adds around its core blocks (control, I/O, wiring), each a sourced fraction of them
+    (``hwmodels.catalogs.tech.DIE_OVERHEAD``)."""
+    return {block: share.value * core_mm2 for block, share in DIE_OVERHEAD.items()}
+
+
+def placed_logic_mm2(cell_mm2):  # noqa: ANN001, ANN201 (a float or a numpy column)
+    """Placed area of synthesized logic: its cell area over the placement density."""
+    return cell_mm2 / LOGIC_UTILIZATION.value
+
+
+def area_total_mm2(logic_cell_mm2, sram_mm2):  # noqa: ANN001, ANN201 (floats or numpy columns)
+    """Whole-design area from the cell area of its logic and the area of its SRAM macros: the one formula the
+    surrogates' batch features share with ``systolic_area_mm2``."""
+    core = placed_logic_mm2(logic_cell_mm2) + sram_mm2
+    return core + sum(die_overhead_mm2(core).values())
+
+
 def systolic_area_mm2(arch: SystolicArch) -> dict[str, float]:
-    """Area per block: PE array, SRAM (one scratchpad or three SRAMs), vector lanes, integration overhead."""
+    """Area per block: PE array, SRAM (one scratchpad or three SRAMs), vector lanes, then the control, I/O and
+    wiring a die adds around them. Logic blocks are placed cell areas (``placed_logic_mm2``)."""
     tech = get_tech(arch.tech)
     fmt = number_format(arch.precision)
-    fmt = "int" if arch.precision.startswith("int") else "fp"
+    pe_array = arch.rows * arch.cols * tech.pe_area_mm2(arch.bits, fmt)
     parts = {
-        "pe_array": arch.rows * arch.cols * tech.pe_area_mm2(arch.bits, fmt),
+        "pe_array": placed_logic_mm2(pe_array),
         "sram": tech.sram_area_mm2(arch.scratchpad_kib)
         if arch.scratchpad == "unified"
         else sum(tech.sram_area_mm2(kib) for kib in (arch.ifmap_sram_kib, arch.filter_sram_kib, arch.ofmap_sram_kib)),
-        "vector": arch.vector_lanes * tech.alu_area_mm2(arch.bits, fmt),
+        "vector": placed_logic_mm2(arch.vector_lanes * tech.alu_area_mm2(arch.bits, fmt)),
     }
     if arch.sparsity_support:  # zero gates, N:M muxes, intersection logic (hwmodels.catalogs.sparse)
         parts["sparse"] = parts["pe_array"] * sparse_area_fraction(arch)
-    parts["overhead"] = INTEGRATION_OVERHEAD * sum(parts.values())
+    parts.update(die_overhead_mm2(sum(parts.values())))
     return parts
 
 

@@ -21,7 +21,7 @@ from dse.graph import Graph, OpKind
 from dse.registry import family, kinds_with_op_features
 from hwmodels.catalogs.tech import tech_names
 from hwmodels.systolic.batch import GemmShapes
-from hwmodels.systolic.pricing import INTEGRATION_OVERHEAD, bank_kib, sram_pj_per_byte, tech_constants
+from hwmodels.systolic.pricing import area_total_mm2, bank_kib, sram_pj_per_byte, tech_constants
 from mappers.payloads import FoldPlan
 from mappers.systolic.fold import ARRAY_KINDS, SystolicFoldMapper, lower_op
 from templates.systolic import (
@@ -315,7 +315,7 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
         "_e_sram_f": e_sram[1] * word_bytes,
         "_e_sram_of": e_sram[2] * word_bytes,
         "_area_floor": area_floor,
-        "_area_total": area_floor * (1.0 + INTEGRATION_OVERHEAD),
+        "_area_total": area_total_mm2(rows * cols_ * pe_area + lanes * alu_area, sram_kib * sram_area),
         "_e_dram": e_dram * word_bytes,
         "_leak_w_per_mm2": leak,
         "_word_bytes": word_bytes,
