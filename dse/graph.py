@@ -239,6 +239,11 @@ class Graph:
                     )
             produced.update(op.outputs)
 
+    @property
+    def batch(self) -> int:
+        """The inferences one evaluation of the graph runs: its workload batch (1 where it has none)."""
+        return int(self.meta.get("batch", 1) or 1)
+
     def op(self, name: str) -> Op:
         for o in self.ops:
             if o.name == name:

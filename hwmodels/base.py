@@ -158,7 +158,7 @@ def design_figures(
 
 def graph_batch(graph: Graph) -> int:
     """The inferences one evaluation of ``graph`` runs: its workload batch (1 where it has none)."""
-    return int(graph.meta.get("batch", 1) or 1)
+    return graph.batch
 
 
 class HwModel(Protocol):

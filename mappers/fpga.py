@@ -20,7 +20,15 @@ from bisect import bisect_left
 from functools import lru_cache
 
 from dse.graph import Graph, Op, OpKind
-from hwmodels.fpga.cost import ComputePlan, EnginePlan, LayerShape, aux_cycles, compute_cycles, shared_cycles
+from hwmodels.fpga.cost import (
+    ComputePlan,
+    EnginePlan,
+    LayerShape,
+    aux_cycles,
+    compute_cycles,
+    per_sample,
+    shared_cycles,
+)
 from mappers.base import Mapping, MappingError, OpMapping
 from mappers.payloads import LayerGroupPlan
 from templates.fpga_dataflow import FpgaArch
@@ -61,19 +69,21 @@ def closest_reuse_factor(valid: list[int] | tuple[int, ...], chosen: int) -> int
     return after if after - chosen < chosen - before else before
 
 
-def layer_shape(op: Op) -> LayerShape:
+def layer_shape(op: Op, samples: int = 1) -> LayerShape:
+    """The layer as hls4ml's templates see it for ONE sample: an hls4ml design streams a batch through its
+    pipeline sample after sample, so the op's batch dimension (``samples`` inferences) is not part of a layer."""
     d = op.dims
     if op.kind is OpKind.CONV:
         return LayerShape(
             n_in=d["C"] * d["R"] * d["S"],
             n_out=d["K"],
-            positions=d["P"] * d["Q"] * d["N"],
+            positions=per_sample(d["P"] * d["Q"] * d["N"], samples),
             in_height=d["H"],
             in_width=d["W"],
             in_channels=d["C"],
             kernel=(d["R"], d["S"]),
         )
-    return LayerShape(n_in=d["K"], n_out=d["N"], positions=d["M"] * d["B"])
+    return LayerShape(n_in=d["K"], n_out=d["N"], positions=per_sample(d["M"] * d["B"], samples))
 
 
 class FpgaDataflowMapper:
@@ -95,7 +105,7 @@ class FpgaDataflowMapper:
                 )
             else:
                 groups[-1].append(op)
-        plans = [self._plan(i, group[0], arch) for i, group in enumerate(groups)]
+        plans = [self._plan(i, group[0], arch, graph.batch) for i, group in enumerate(groups)]
         aux = {op.name: aux_cycles(op, arch.io_type, graph) for group in groups for op in group[1:]}
         bottleneck = max([p.interval for p in plans] + [ii for _, ii in aux.values()])
         plans, engine = _assign_engines(plans, arch, bottleneck)
@@ -127,9 +137,9 @@ class FpgaDataflowMapper:
         )
 
     @staticmethod
-    def _plan(index: int, op: Op, arch: FpgaArch) -> ComputePlan:
+    def _plan(index: int, op: Op, arch: FpgaArch, samples: int) -> ComputePlan:
         knobs = arch.layer(index)
-        shape = layer_shape(op)
+        shape = layer_shape(op, samples)
         valid = _valid_reuse_factors(shape.n_in, shape.n_out)
         rf = closest_reuse_factor(valid, knobs.reuse_factor)
         kind = "conv" if op.kind is OpKind.CONV else "dense"

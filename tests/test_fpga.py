@@ -81,6 +81,24 @@ def test_dsp_latency_and_interval_of_the_jet_mlp():
     assert 0 < resource["fpga_util"] < default["fpga_util"]
 
 
+@pytest.mark.parametrize(
+    ("model", "point"),
+    [
+        ("jet_mlp", {"strategy": "resource", "reuse_factor": 4}),
+        ("small_cnn", {"strategy": "resource", "reuse_factor": 8, "io_type": "io_stream"}),
+    ],
+)
+def test_a_batch_streams_through_the_same_pipeline_one_sample_per_interval(model, point):
+    """An hls4ml design takes one sample at a time: a batch of 4 needs the same engines, interval, throughput and
+    power as one sample, its latency adds three intervals and its energy is four samples' worth."""
+    one = PointEvaluator(zoo.build(model, batch=1), "fpga_dataflow")(point)
+    four = PointEvaluator(zoo.build(model, batch=4), "fpga_dataflow")(point)
+    for name in ("dsp", "lut", "ff", "bram", "ii_cycles", "throughput_ips", "power_w", "tops_per_w"):
+        assert four[name] == pytest.approx(one[name]), name
+    assert four["latency_cycles"] == one["latency_cycles"] + 3 * one["ii_cycles"]
+    assert four["energy_mj"] == pytest.approx(4 * one["energy_mj"])
+
+
 def test_dsp_geometry_and_bram_shapes():
     part = get_part("xcu250")
     assert dsp_per_mult(16, 16, part) == 1

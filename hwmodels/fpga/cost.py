@@ -235,8 +235,8 @@ def add_resources(a: EngineResources, b: EngineResources) -> EngineResources:
 def aux_resources(op: Op, graph: Graph, arch: FpgaArch, data_bits: int) -> EngineResources:
     """Activation, pooling and softmax ops: parallel over the tensor (io_parallel) or one pixel (io_stream)."""
     shape = graph.tensors[op.outputs[0]].shape
-    numel = math.prod(shape)
-    lanes = numel if arch.io_type == "io_parallel" else numel // max(1, stream_positions(shape))
+    numel = per_sample(math.prod(shape), graph.batch)  # one sample's tensor: the engine takes one at a time
+    lanes = numel if arch.io_type == "io_parallel" else numel // stream_positions(shape, graph.batch)
     kind = op.kind.value
     if kind == "softmax":
         bits = lanes * data_bits
@@ -256,8 +256,8 @@ def stream_buffers(
     if arch.io_type != "io_stream":
         return EngineResources(0.0, 0.0, 0.0, 0.0)
     shape = graph.tensors[op.outputs[0]].shape
-    depth = stream_positions(shape)
-    width = (math.prod(shape) // max(1, depth)) * data_bits
+    depth = stream_positions(shape, graph.batch)
+    width = (per_sample(math.prod(shape), graph.batch) // depth) * data_bits
     lut = bram = 0.0
     if depth > FIFO_SRL_MAX_DEPTH.value:
         bram += bram18_blocks(depth, width)
@@ -310,21 +310,29 @@ def aux_cycles(op: Op, io_type: str, graph: Graph) -> tuple[int, int]:
     d = op.dims
     if op.kind is OpKind.SOFTMAX:
         lat = SOFTMAX_BASE_CYCLES + max(1, math.ceil(math.log2(d["L"])))
-        return (lat, 1) if io_type == "io_parallel" else (lat + d["R"], d["R"])
+        rows = per_sample(d["R"], graph.batch)
+        return (lat, 1) if io_type == "io_parallel" else (lat + rows, rows)
     if op.kind is OpKind.POOL:
         if io_type == "io_parallel":
             return 1 + max(1, math.ceil(math.log2(d["R"] * d["S"]))), 1
-        pixels = d["H"] * d["W"] * d["N"]
+        pixels = per_sample(d["H"] * d["W"] * d["N"], graph.batch)
         return pixels + 1, pixels
-    positions = stream_positions(graph.tensors[op.outputs[0]].shape)
+    positions = stream_positions(graph.tensors[op.outputs[0]].shape, graph.batch)
     return (1, 1) if io_type == "io_parallel" else (positions, positions)
 
 
-def stream_positions(shape: tuple[int, ...]) -> int:
-    """How many stream words an io_stream tensor takes: pixels of an NCHW map, rows of a [..., D] tensor."""
+def per_sample(count: int, samples: int) -> int:
+    """One sample's share of a count over the whole batch (positions, pixels, elements): hls4ml designs take one
+    sample at a time, and a graph's tensors hold ``samples`` of them."""
+    return max(1, count // samples)
+
+
+def stream_positions(shape: tuple[int, ...], samples: int = 1) -> int:
+    """How many stream words one sample of an io_stream tensor takes: pixels of an NCHW map, rows of a [..., D]
+    tensor (the tensor holds ``samples`` samples)."""
     if len(shape) == 4:
-        return shape[0] * shape[2] * shape[3]
-    return math.prod(shape[:-1]) if len(shape) > 1 else 1
+        return per_sample(shape[0] * shape[2] * shape[3], samples)
+    return per_sample(math.prod(shape[:-1]), samples) if len(shape) > 1 else 1
 
 
 def shared_cycles(plan: ComputePlan, engine_mults: int, io_type: str) -> tuple[int, int]:

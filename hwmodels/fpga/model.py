@@ -119,12 +119,12 @@ class FpgaDataflowModel:
             "latency_cycles": latency_cycles,
             "ii_cycles": interval,
             "latency_ms": latency_cycles * arch.clock_period_ns * 1e-6,
-            "throughput_ips": 1e9 / (interval * arch.clock_period_ns) * samples,
+            "throughput_ips": 1e9 / (interval * arch.clock_period_ns),  # one sample per interval
             **utils,
             "fpga_util": max(utils.values()),
         }
         power = design_power(part, totals, arch.freq_mhz)
-        interval_seconds = interval * arch.clock_period_ns * 1e-9
+        interval_seconds = samples * interval * arch.clock_period_ns * 1e-9  # the batch streams in, one per interval
         breakdown = {name: watts * interval_seconds * 1e12 for name, watts in power.watts.items()}
         figures = design_figures(
             seconds=latency_cycles * arch.clock_period_ns * 1e-9,
