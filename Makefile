@@ -1,10 +1,11 @@
-# Two commands on a fresh machine: `make demo` and `make test`.
+# Two commands on a fresh machine: `make demo` and `make test`. `make docs` builds the docs site (build/site).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.installed-docs
 
-.PHONY: demo test test-slow test-all lint bench clean install
+.PHONY: demo test test-slow test-all test-docs docs lint bench clean install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -14,7 +15,12 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-install: $(STAMP)
+# The docs extra (MkDocs, the notebooks' kernel) on top: `make test` and the docs targets need it, `make demo` not.
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
+	touch $(DOCS_STAMP)
+
+install: $(DOCS_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python tools/train_digits.py designs/workloads  # trains the digits MLP once (no download)
@@ -26,14 +32,22 @@ demo: $(STAMP)
 TEST_ENV := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 PYTEST   := $(TEST_ENV) $(BIN)/python -m pytest -q -n auto --dist worksteal
 
-test: $(STAMP)
+test: $(DOCS_STAMP)
 	$(PYTEST)
 
 test-slow: $(STAMP)
 	$(PYTEST) -m slow
 
-test-all: $(STAMP)
+test-all: $(DOCS_STAMP)
 	$(PYTEST) -m ''
+
+# Every tutorial's commands (tools/doc_commands.py) and every notebook in examples/, under the `docs` marker.
+test-docs: $(DOCS_STAMP)
+	$(PYTEST) -m docs
+
+# The site, strictly (a broken link or reference fails); the gallery's screenshots need chromium.
+docs: $(DOCS_STAMP)
+	$(BIN)/mkdocs build --strict
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

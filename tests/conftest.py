@@ -35,6 +35,8 @@ INTEGRATION_MODULES = frozenset(
         "test_compare",
         "test_conformance",
         "test_describe",
+        "test_docs",
+        "test_docs_pages",
         "test_explore",
         "test_export",
         "test_faults",

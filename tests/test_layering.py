@@ -55,7 +55,7 @@ LAYERS: list[tuple[str, int]] = [
     (r"surrogates\.cli$", 11),
     (r"surrogates\..*", 9),
     (r"dse\.(evaluators|peers)$", 10),
-    (r"dse\.commands$", 11),
+    (r"dse\.(commands|api)$", 11),  # the commands and the Python API: two faces of the same operations
     (r"dse\.cli$", 12),
 ]
 LAYER_NAMES = {
