@@ -19,11 +19,12 @@ from dse.compare import Comparison, compare_run, write_comparison
 from dse.context import RunContext
 from dse.errors import UserError
 from dse.files import atomic_write, atomic_write_text
-from dse.objectives import Constraint, Objective
+from dse.objectives import Constraint, Objective, unproduced_metrics
 from dse.pareto import feasible_mask, front_mask, hypervolume_history, objective_matrix
 from dse.report import write_report
 from dse.spec import Spec
 from dse.store import Store
+from hwmodels.base import METRICS
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,17 @@ def collect_points(context: RunContext, store: Store) -> tuple[pd.DataFrame, int
     inside = {r.point_id for r in records if context.space.contains(r.params)}
     keep = frame["point_id"].isin(inside)
     points = frame[keep].reset_index(drop=True)
+    ok = points[points["status"] == "ok"] if "status" in points.columns else points
+    missing = unproduced_metrics(ok.dropna(axis=1, how="all").columns, context.objectives, context.constraints)
+    if len(ok) and missing:
+        field, metric = missing[0]
+        produced = sorted(c for c in ok.columns if c in METRICS)
+        raise UserError(
+            f"{metric}: the {context.spec.template.kind} model gives no such metric for this workload "
+            f"({len(ok)} point(s) evaluated and kept in the store); it gives: "
+            f"{', '.join(produced)}",
+            where=field,
+        )
     return annotate(points, context.objectives, context.constraints), int((~keep).sum())
 
 

@@ -72,3 +72,16 @@ def meets_constraints(metrics: Mapping[str, Any], constraints: Sequence[Constrai
             ok &= value >= constraint.low
         met = met & ok
     return np.asarray(met)
+
+
+def unproduced_metrics(
+    columns: Sequence[str], objectives: Sequence[Objective], constraints: Sequence[Constraint]
+) -> list[tuple[str, str]]:
+    """(field, metric) of each objective or constraint whose metric the evaluated points do not carry: a metric
+    the spec may name, but that this family's model does not give for this workload (an LLM serving metric of a
+    graph that is no LLM, say)."""
+    present = set(columns)
+    named = [("objectives", o.metric) for o in objectives] + [
+        (f"constraints.{c.metric}", c.metric) for c in constraints
+    ]
+    return [(field, metric) for field, metric in named if metric not in present]

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from dse.cli import load_name, main, make_parser
+from dse.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 DESIGNS = ROOT / "designs"
@@ -265,3 +266,19 @@ def test_evaluate_prints_energy_by_component_and_area_by_block(small_spec: Path,
     blocks = {k: v for k, v in metrics.items() if re.fullmatch(r"area_.+_mm2", k)}
     assert sum(blocks.values()) == pytest.approx(metrics["area_mm2"])
     assert blocks["area_sram_mm2"] == pytest.approx(area["sram"][0], rel=1e-5)
+
+
+def test_a_metric_the_model_does_not_give_for_the_workload_is_one_message(tmp_path: Path, capsys) -> None:
+    """tpot_ms is a metric a spec may name, but the RDU model gives serving metrics for LLM workloads only:
+    the run says so in one located message, exit 2, and keeps what it evaluated."""
+    spec = tmp_path / "gpt2_rdu.yaml"
+    spec.write_text(
+        "name: gpt2-rdu\nworkload: {model: jet_mlp}\ntemplate: {kind: rdu}\n"
+        "objectives: [min latency_ms]\nconstraints: {tpot_ms: {max: 5}}\nsearch: {strategy: grid}\n"
+    )
+    code, _, err = in_process(capsys, "explore", str(spec), "-o", str(tmp_path / "run"), "--executor", "serial", "-q")
+    assert code == 2, err
+    assert "constraints.tpot_ms: tpot_ms: the rdu model gives no such metric for this workload" in err
+    assert "Traceback" not in err and "latency_ms" in err
+    with Store.open(tmp_path / "run") as store:
+        assert store.count() == 1
