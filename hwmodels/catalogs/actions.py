@@ -50,6 +50,7 @@ class ActionTable:
     bits: int  # the operand width the MAC energy is for
     area_tech: str  # catalog node of the areas and the leakage
     actions: Mapping[str, Sourced]
+    leakage_w: Sourced | None = None  # the design's static power where the source gives it (else area x density)
 
     def __post_init__(self) -> None:
         check_actions(self.actions, f"action table {self.name!r}")
@@ -150,6 +151,17 @@ EYERISS_65NM = ActionTable(
 )
 
 TABLES: dict[str, ActionTable] = {t.name: t for t in (TPU_V4, EYERISS_65NM)}
+
+
+def register_table(table: ActionTable) -> ActionTable:
+    """Make ``table`` selectable by its name (a tool that builds a table from another model's per-action
+    energies, such as ``benchmarks/accelforge_compare.py``); a name of the catalog or a different table
+    under the same name is refused."""
+    known = TABLES.get(table.name)
+    if table.name in tech_names() or (known is not None and known != table):
+        raise ActionTableError(f"a technology called {table.name!r} already exists")
+    TABLES[table.name] = table
+    return table
 
 
 def table_names() -> list[str]:

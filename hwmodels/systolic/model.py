@@ -17,7 +17,15 @@ from dse.graph import Op
 from hwmodels.base import LayerMetrics, Metrics, design_figures, graph_batch
 from hwmodels.systolic.compute import LoweredGemm, array_sram_reads, array_writes, compute_cycles, folds, spatial_dims
 from hwmodels.systolic.cost import gemm_cost, vector_op_cost
-from hwmodels.systolic.pricing import Prices, design_prices, gemm_energy_pj, stationary_words, vector_energy_pj
+from hwmodels.systolic.pricing import (
+    TILED_ROLES,
+    Prices,
+    design_prices,
+    gemm_energy_pj,
+    stationary_words,
+    tiled_sram_energy_pj,
+    vector_energy_pj,
+)
 from hwmodels.systolic.sparse import SparseLowering, sparse_mac_energy_pj
 from mappers.base import Mapping, OpMapping
 from mappers.payloads import FoldPlan, TiledPlan
@@ -371,13 +379,20 @@ def _tiled_core(op: Op, om: OpMapping, plan: TiledPlan, arch: SystolicArch, pric
     macs = op.macs if is_array else 0
     util = macs / (arch.macs_per_cycle * cycles) if cycles and is_array else 0.0
     sram_words = float(plan.sram_words)
-    e_sram = sum(prices.e_sram.values()) / len(prices.e_sram)
     sram_rd = sram_words * wb + wr
     sram_wr = rd + (sram_words * wb if not is_array else 0.0)
+    streams = fold_streams(plan.gemm, arch) if is_array and plan.gemm is not None else None
+    if streams is None:
+        e_sram = sum(prices.e_sram.values()) / len(prices.e_sram)
+        sram_pj, pe_pj = (sram_words * wb + rd + wr) * e_sram, 0.0
+    else:
+        fills = {role: sum(float(o.traffic) for o in plan.operands if o.role == role) for role in TILED_ROLES}
+        sram_pj = tiled_sram_energy_pj(sram_words * wb, streams, fills, prices)
+        pe_pj = macs * prices.e_pe_per_mac + stationary_words(arch.dataflow, *streams) * prices.e_pe_per_load
     breakdown = {
         "mac": macs * prices.e_mac,
-        "pe_storage": _tiled_pe_storage_pj(plan, arch, prices) if is_array else 0.0,
-        "sram": (sram_words * wb + rd + wr) * e_sram,
+        "pe_storage": pe_pj,
+        "sram": sram_pj,
         "dram": prices.dram_pj(rd, wr),
         "vector": 0.0 if is_array else op.flops * prices.e_alu,
     }
@@ -406,15 +421,12 @@ def _tiled_core(op: Op, om: OpMapping, plan: TiledPlan, arch: SystolicArch, pric
     )
 
 
-def _tiled_pe_storage_pj(plan: TiledPlan, arch: SystolicArch, prices: Prices) -> float:
-    """PE registers of a tiled array op: per MAC, plus the stationary operand's loads as the fold model
-    counts them over the whole GEMM (tiles split the same folds)."""
-    gemm = plan.gemm
-    if gemm is None:
-        return 0.0
+def fold_streams(gemm: LoweredGemm, arch: SystolicArch) -> tuple[float, float, float]:
+    """(ifmap reads, filter reads, ofmap writes) the array makes of its SRAMs over the whole GEMM, in words, as
+    the fold model counts them: a tiled op's tiles split the same folds, so these are its streams too."""
     df = arch.dataflow
     sr, sc, t = spatial_dims(gemm, df)
     rf, cf = folds(sr, sc, arch.rows, arch.cols)
     sram_if, sram_f = array_sram_reads(df, sr, sc, t, rf, cf)
-    loads = gemm.count * stationary_words(df, sram_if, sram_f, array_writes(gemm.M, gemm.N, rf, df))
-    return gemm.macs * prices.e_pe_per_mac + loads * prices.e_pe_per_load
+    n = gemm.count
+    return n * float(sram_if), n * float(sram_f), n * float(array_writes(gemm.M, gemm.N, rf, df))

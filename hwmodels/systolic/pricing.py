@@ -200,7 +200,9 @@ def design_prices(arch: SystolicArch) -> Prices:
     fmt = number_format(arch.precision)
     node = area_node(arch.tech)
     area = systolic_area_mm2(arch if node.name == arch.tech else replace(arch, tech=node.name))
-    leak_w = node.leakage_w(sum(area.values()))
+    table = action_table(arch.tech)
+    leak_w = table.leakage_w.value if table is not None and table.leakage_w is not None else None
+    leak_w = node.leakage_w(sum(area.values())) if leak_w is None else leak_w
     e = action_prices(arch.tech, arch.bits, fmt)
     read, write = sram_prices(arch.tech, sram_bank_kib(arch), e)
     wb, ab = arch.word_bytes, arch.accumulator_bits / 8
@@ -299,6 +301,25 @@ def gemm_energy_pj(cost: GemmCost, macs: int, prices: Prices, word_bytes: int, d
         "dram": prices.dram_pj((cost.ifmap_dram_reads + cost.filter_dram_reads) * wb, cost.ofmap_dram_writes * wb),
         "vector": 0.0,
     }
+
+
+TILED_ROLES = ("input", "weight", "output")  # mappers.payloads.OperandTraffic.role
+
+
+def tiled_sram_energy_pj(array_bytes, streams, fills: dict, prices: Prices):  # noqa: ANN001, ANN201 (or arrays)
+    """SRAM energy (pJ) of a tiled array op: its ``array_bytes`` of array-side accesses shared out over the
+    three SRAMs as the fold model's ``streams`` (ifmap reads, filter reads, ofmap writes) are, plus the DRAM
+    fills (writes) of its inputs and weights and the drain (reads) of its outputs (``fills`` by role, bytes)."""
+    r, w = prices.e_sram, prices.sram_write
+    if_words, f_words, of_words = streams
+    total = if_words + f_words + of_words
+    per_byte = (if_words * r["ifmap"] + f_words * r["filter"] + of_words * w("ofmap")) / np.maximum(total, 1e-300)
+    return (
+        array_bytes * per_byte
+        + fills["input"] * w("ifmap")
+        + fills["weight"] * w("filter")
+        + fills["output"] * r["ofmap"]
+    )
 
 
 def vector_energy_pj(flops: int, read_bytes: float, write_bytes: float, prices: Prices) -> dict[str, float]:
