@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -331,7 +332,7 @@ class Candidate:
     @property
     def label(self) -> str:
         share = f", {self.split} split" if self.split else ""
-        return f"{self.mapper}/{self.dataflow}{share}"
+        return f"{self.point['rows']}x{self.point['cols']} {self.mapper}/{self.dataflow}{share}"
 
 
 def evaluate(wl, point, split, hier, where, mapper, cpsat_s) -> Candidate:
@@ -359,21 +360,21 @@ def evaluate(wl, point, split, hier, where, mapper, cpsat_s) -> Candidate:
 
 def candidates(wl, hier, table, where, clock_hz, dram_gbps, mappers, dataflows, cpsat_s) -> list[Candidate]:
     splits = list(wl.splits) if hier.arrays > 1 else [None]
+    shapes = dict.fromkeys([(hier.rows, hier.cols), (hier.cols, hier.rows)])  # the same PEs either way round
     out = []
-    for split in splits:
-        for df in dataflows:
-            point = {
-                "rows": hier.rows,
-                "cols": hier.cols,
-                "dataflow": df,
-                **sram_point(hier, where),
-                "dram_gbps": dram_gbps / hier.arrays,
-                "freq_mhz": clock_hz / 1e6,
-                "precision": f"int{wl.bits}",
-                "tech": table.name,
-                "acc_bits": wl.bits,
-            }
-            out.extend(evaluate(wl, point, split, hier, where, mapper, cpsat_s) for mapper in mappers)
+    for split, (rows, cols), df in itertools.product(splits, shapes, dataflows):
+        point = {
+            "rows": rows,
+            "cols": cols,
+            "dataflow": df,
+            **sram_point(hier, where),
+            "dram_gbps": dram_gbps / hier.arrays,
+            "freq_mhz": clock_hz / 1e6,
+            "precision": f"int{wl.bits}",
+            "tech": table.name,
+            "acc_bits": wl.bits,
+        }
+        out.extend(evaluate(wl, point, split, hier, where, mapper, cpsat_s) for mapper in mappers)
     return out
 
 

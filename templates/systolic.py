@@ -190,7 +190,9 @@ class SystolicTemplate(Template):
             Param("dram_gbps", "float", 25.6, "DRAM bandwidth", low=1e-3, unit=" GB/s"),
             Param("freq_mhz", "float", 1000.0, "array clock", low=1, high=10000, unit=" MHz"),
             Param("precision", "str", "int8", "operand precision (sets the word size)", choices=tuple(PRECISIONS)),
-            Param("tech", "str", DEFAULT_TECH, "technology name from hwmodels.catalogs.tech"),
+            Param(
+                "tech", "str", DEFAULT_TECH, "technology: a catalog node, or a per-action table (tpu-v4, eyeriss-65nm)"
+            ),
             Param("vector_lanes", "int", 0, "SIMD lanes for non-MAC ops (0 = cols)", low=0, high=65536),
             Param("dram_mode", "str", "shared", "how the three streams share DRAM", choices=DRAM_MODES),
             Param(

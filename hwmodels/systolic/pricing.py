@@ -1,10 +1,17 @@
-"""What a systolic design pays: per-access energies of its SRAM banks, DRAM, MACs and ALUs, its area and
-its leakage, all from the technology catalog (``hwmodels.catalogs.tech``).
+"""What a systolic design pays: per-access energies of its MACs, PE registers, SRAM banks (read and written),
+DRAM and ALUs, its area and its leakage, from the technology catalog (``hwmodels.catalogs.tech``) or from a
+published per-action table (``hwmodels.catalogs.actions``: ``tech: tpu-v4``).
 
-The one place these prices are derived: the model (``hwmodels.systolic.model``) charges them per
-layer, the tiling mappers' energy objective (``mappers.systolic.objective.cost_model``) scores schedules
-with them, and the surrogates' batch features (``surrogates.systolic.features.arch_table``) take the same
-catalog figures for numpy columns of designs.
+The one place these prices are derived: the systolic model (``hwmodels.systolic.model``) charges them per
+layer, the multicore mapper per task, the RDU cost model for its PMUs, DRAM and compute, the tiling mappers'
+energy objective (``mappers.systolic.objective.cost_model``) scores schedules with them, and the surrogates'
+batch features (``surrogates.systolic.tables.arch_table``) take the same figures for numpy columns of designs
+(``pe_storage_pj_per_mac`` and friends broadcast: no Python branch on a value).
+
+PE-level storage (``pe_storage``): every MAC reads its weight, input and partial sum from the PE's registers
+and writes the partial sum back at the accumulator's width (``acc_bits``: 32 bits for int8); the operands the
+dataflow moves are written into the neighbouring PE's register (and cross a PE-to-PE link) each MAC, the
+stationary one once per load.
 """
 
 from __future__ import annotations
