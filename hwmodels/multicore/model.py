@@ -159,7 +159,14 @@ class _LayerAcc:
     def __init__(self) -> None:
         self.cycles = self.compute = self.rd = self.wr = 0.0
         self.macs = 0
-        self.energy: dict[str, float] = {"mac": 0.0, "sram": 0.0, "dram": 0.0, "vector": 0.0, "noc": 0.0}
+        self.energy: dict[str, float] = {
+            "mac": 0.0,
+            "pe_storage": 0.0,
+            "sram": 0.0,
+            "dram": 0.0,
+            "vector": 0.0,
+            "noc": 0.0,
+        }
         self.spans: list[list[int]] = []
         self.transfers: list[list[Any]] = []
 
