@@ -447,6 +447,11 @@ def reason(key: str, ours: float, theirs: float, hier: Hierarchy, cand: Candidat
         return f"dse's staging SRAM for {tensor} ({BYPASS})"
     if lv is hier.mac:
         return "MAC count: dse pads the folds"
+    padded = wl.kind == "conv" and role == "ifmap" and not more and (lv is hier.dram or action == "write")
+    if padded:
+        return "AccelForge's conv workload is the padded input (H = P + R - 1); dse pads on chip"
+    if wl.kind == "conv" and role == "ifmap" and lv in hier.onchip and action == "read" and more:
+        return "conv lowered to im2col (SCALE-Sim): each input word is read from the SRAM once per window it is in"
     if lv is hier.dram:
         who = "dse's" if more else "AccelForge's"
         return f"mapping: {who} loop order re-fetches {tensor} from DRAM (dse: {cand.mapper}, {cand.dataflow})"
