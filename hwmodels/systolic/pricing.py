@@ -321,12 +321,13 @@ def tiled_sram_energy_pj(array_bytes, streams, fills: dict, prices: Prices):  # 
     if_words, f_words, of_words = streams
     total = if_words + f_words + of_words
     per_byte = (if_words * r["ifmap"] + f_words * r["filter"] + of_words * w("ofmap")) / np.maximum(total, 1e-300)
-    return (
+    out = (
         array_bytes * per_byte
         + fills["input"] * w("ifmap")
         + fills["weight"] * w("filter")
         + fills["output"] * r["ofmap"]
     )
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def vector_energy_pj(flops: int, read_bytes: float, write_bytes: float, prices: Prices) -> dict[str, float]:
