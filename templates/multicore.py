@@ -134,7 +134,9 @@ class MulticoreTemplate(Template):
             Param("dram_channels", "int", 1, "DRAM channels (cores streaming at once)", low=1, high=64),
             Param("freq_mhz", "float", 1000.0, "clock of every core and the interconnect", low=1, high=10000),
             Param("precision", "str", "int8", "operand precision", choices=tuple(PRECISIONS)),
-            Param("tech", "str", "asic-28nm", "technology name from hwmodels.catalogs.tech"),
+            Param(
+                "tech", "str", "asic-28nm", "technology: a catalog node, or a per-action table (tpu-v4, eyeriss-65nm)"
+            ),
             Param("vector_lanes", "int", 0, "SIMD lanes per core (0 = its cols)", low=0, high=65536),
         ]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from hwmodels.catalogs import rdu as rdu_catalog
-from hwmodels.catalogs.tech import tech_names
+from hwmodels.catalogs.actions import price_names
 from templates.base import Arch, Param, Template, TemplateError
 
 PRECISION_BITS = {"int8": 8, "int16": 16, "fp16": 16, "bf16": 16, "int32": 32, "fp32": 32}
@@ -162,9 +162,12 @@ class RduTemplate(Template):
                 "sram_mb",
             )
         tech = v["tech"] if v["tech"] is not None else spec.tech
-        names = list(tech_names())
+        names = list(price_names())
         if tech not in names:
-            raise TemplateError(f"tech={tech!r} is not in the catalog; choose one of: {', '.join(names)}", "tech")
+            raise TemplateError(
+                f"tech={tech!r} is neither a catalog node nor an action table; choose one of: {', '.join(names)}",
+                "tech",
+            )
         return RduArch(
             preset=spec.name,
             pcus=int(pick("pcus")),

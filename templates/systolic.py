@@ -37,7 +37,8 @@ import numpy as np
 
 from dse.graph import PRECISION_BITS, GraphError
 from dse.importers.sparsity import parse_pattern
-from hwmodels.catalogs.tech import tech_names
+from hwmodels.catalogs.actions import price_names
+from hwmodels.catalogs.tech import TechNode
 from templates.base import Arch, Param, Roofline, Template, TemplateError
 
 # The precisions a systolic array takes, with their bit widths from the IR's one table.
@@ -75,6 +76,13 @@ def word_bytes_of(bits: Any) -> Any:
 def too_few_words(kib: Any, word_bytes: Any) -> Any:
     """Whether an SRAM of ``kib`` holds fewer than ``MIN_SRAM_WORDS`` words (scalars or numpy columns)."""
     return kib * 1024 / word_bytes < MIN_SRAM_WORDS
+
+
+def accumulator_bits_of(acc_bits: Any, bits: Any, is_int: Any) -> Any:
+    """The accumulator width: ``acc_bits`` where given (> 0), else the catalog's rule for the operand width
+    (integers: ``TechNode.accumulator_bits``, 32 for int8 as TPU v1's accumulators; floats in fp32)."""
+    out = np.where(acc_bits > 0, acc_bits, np.where(is_int, TechNode.accumulator_bits(bits), 32))
+    return int(out) if np.ndim(out) == 0 else out
 
 
 def lanes_of(vector_lanes: Any, cols: Any) -> Any:
@@ -119,6 +127,12 @@ class SystolicArch(Arch):
     round_channels: bool = False
     sparse_layers: str = "workload"
     sparse_pattern: str = "2:4"
+    acc_bits: int = 0  # 0: the catalog's width for the precision (``accumulator_bits``)
+
+    @property
+    def accumulator_bits(self) -> int:
+        """Width of the partial sums the PEs keep and pass on (int8 -> 32 bits unless ``acc_bits`` says)."""
+        return accumulator_bits_of(self.acc_bits, self.bits, self.precision.startswith("int"))
 
     @property
     def reshapes_workload(self) -> bool:
@@ -176,7 +190,9 @@ class SystolicTemplate(Template):
             Param("dram_gbps", "float", 25.6, "DRAM bandwidth", low=1e-3, unit=" GB/s"),
             Param("freq_mhz", "float", 1000.0, "array clock", low=1, high=10000, unit=" MHz"),
             Param("precision", "str", "int8", "operand precision (sets the word size)", choices=tuple(PRECISIONS)),
-            Param("tech", "str", DEFAULT_TECH, "technology name from hwmodels.catalogs.tech"),
+            Param(
+                "tech", "str", DEFAULT_TECH, "technology: a catalog node, or a per-action table (tpu-v4, eyeriss-65nm)"
+            ),
             Param("vector_lanes", "int", 0, "SIMD lanes for non-MAC ops (0 = cols)", low=0, high=65536),
             Param("dram_mode", "str", "shared", "how the three streams share DRAM", choices=DRAM_MODES),
             Param(
@@ -231,6 +247,14 @@ class SystolicTemplate(Template):
                 choices=SPARSE_LAYERS,
             ),
             Param("sparse_pattern", "str", "2:4", "N:M pattern (or density) of the layers sparse_layers picks"),
+            Param(
+                "acc_bits",
+                "int",
+                0,
+                "partial-sum width in the PEs (energy only; 0 = 2*bits+16 for integers, 32 for floats)",
+                low=0,
+                high=64,
+            ),
         ]
 
     def instantiate(self, point: Mapping[str, Any]) -> SystolicArch:
@@ -258,9 +282,12 @@ class SystolicTemplate(Template):
                     f"double-buffered SRAM model needs at least {MIN_SRAM_WORDS} (use >= 1 KiB at int8)",
                     name,
                 )
-        names = list(tech_names())
+        names = list(price_names())
         if v["tech"] not in names:
-            raise TemplateError(f"tech={v['tech']!r} is not in the catalog; choose one of: {', '.join(names)}", "tech")
+            raise TemplateError(
+                f"tech={v['tech']!r} is neither a catalog node nor an action table; choose one of: {', '.join(names)}",
+                "tech",
+            )
         lanes = lanes_of(v["vector_lanes"], v["cols"])
         if v["sparsity_optimized_mapping"]:
             if v["dataflow"] != "ws":
@@ -298,6 +325,7 @@ class SystolicTemplate(Template):
             round_channels=v["round_channels"],
             sparse_layers=v["sparse_layers"],
             sparse_pattern=v["sparse_pattern"],
+            acc_bits=v["acc_bits"],
         )
 
 

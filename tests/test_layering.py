@@ -50,7 +50,7 @@ LAYERS: list[tuple[str, int]] = [
         r"|describe)(\..*)?$",
         6,
     ),
-    (r"dse\.(report|compare|silicon|export|hls4ml_project|schedule)(\..*)?$", 7),
+    (r"dse\.(report|compare|silicon|accelforge|export|hls4ml_project|schedule)(\..*)?$", 7),
     (r"dse\.(explore|finish|runs)$", 8),
     (r"surrogates\.cli$", 11),
     (r"surrogates\..*", 9),

@@ -88,7 +88,7 @@ def test_utilization_at_most_one_and_energy_sums(dataflow):
         assert layer.energy_pj == pytest.approx(sum(layer.energy_breakdown_pj.values()))
         assert layer.cycles >= layer.compute_cycles
     assert m["energy_mj"] * 1e9 == pytest.approx(sum(m.energy_breakdown_pj.values()))
-    assert set(m.energy_breakdown_pj) == {"mac", "sram", "dram", "vector", "leakage"}
+    assert set(m.energy_breakdown_pj) == {"mac", "pe_storage", "sram", "dram", "vector", "leakage"}
     assert m["power_w"] == pytest.approx(m["energy_mj"] / m["latency_ms"])
     assert m["edp"] == pytest.approx(m["energy_mj"] * m["latency_ms"])
 

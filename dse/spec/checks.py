@@ -21,25 +21,19 @@ from dse.spec.schema import MODEL_FILE_SUFFIXES, ONNX_SYMBOLIC_DIMS, Spec, impli
 from dse.workload import confined_path
 from hwmodels.accuracy.data import ACCURACY_METRICS
 from hwmodels.base import METRICS
-from hwmodels.catalogs import tech as catalog
+from hwmodels.catalogs.actions import ActionTableError, check_price_name
 from hwmodels.catalogs.gpu import UnknownGpuError, canonical_baseline_name
 from templates.base import Template, TemplateError
 
 
-def _tech_names() -> list[str]:
-    return list(catalog.tech_names())
-
-
 def _tech_problem(tech: Any) -> str | None:
-    """None when ``tech`` names a catalog technology (aliases like '28nm' included), else the message."""
-    names = _tech_names()
-    if tech in names:
-        return None
+    """None when ``tech`` names a catalog technology (aliases like '28nm' included) or a published
+    per-action table (``hwmodels.catalogs.actions``), else the message."""
     try:
-        catalog.get_tech(tech)
+        check_price_name(tech)
         return None
-    except (KeyError, ValueError, TypeError):
-        return f"unknown technology {tech!r}; choose one of: {', '.join(names)}"
+    except ActionTableError as err:
+        return str(err)
 
 
 def _baseline_problem(name: str) -> str | None:

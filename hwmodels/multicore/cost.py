@@ -31,7 +31,7 @@ def readback_cycles(arch: MulticoreArch, nbytes: float, core: int) -> int:
 
 def readback_energy_pj(prices: Prices, nbytes: float) -> float:
     """A DRAM read plus the write into the consumer's ifmap SRAM."""
-    return prices.tech.dram_energy_pj(nbytes) + nbytes * prices.e_sram["ifmap"]
+    return prices.dram_pj(nbytes) + nbytes * prices.sram_write("ifmap")
 
 
 def multicore_area_mm2(arch: MulticoreArch) -> dict[str, float]:

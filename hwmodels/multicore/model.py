@@ -36,7 +36,7 @@ class MulticoreModel:
         rows = [_LayerAcc() for _ in p.layers]
         busy = [0.0] * arch.num_cores
         loads = [0.0] * (arch.num_cores + 1)  # rate-weighted busy cycles per core, then the DRAM's
-        totals = {"mac": 0.0, "sram": 0.0, "dram": 0.0, "vector": 0.0, "noc": 0.0, "leakage": 0.0}
+        totals = {"mac": 0.0, "pe_storage": 0.0, "sram": 0.0, "dram": 0.0, "vector": 0.0, "noc": 0.0, "leakage": 0.0}
         for t in p.tasks:
             c = layer_core[t.layer]
             cost = p.costs[t.index][c]
@@ -159,7 +159,14 @@ class _LayerAcc:
     def __init__(self) -> None:
         self.cycles = self.compute = self.rd = self.wr = 0.0
         self.macs = 0
-        self.energy: dict[str, float] = {"mac": 0.0, "sram": 0.0, "dram": 0.0, "vector": 0.0, "noc": 0.0}
+        self.energy: dict[str, float] = {
+            "mac": 0.0,
+            "pe_storage": 0.0,
+            "sram": 0.0,
+            "dram": 0.0,
+            "vector": 0.0,
+            "noc": 0.0,
+        }
         self.spans: list[list[int]] = []
         self.transfers: list[list[Any]] = []
 

@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass, field
 
 from dse.graph import Graph, Op, OpKind
+from hwmodels.catalogs.actions import area_node
 from hwmodels.catalogs.rdu import (
     PLASTICINE_NODE,
     PLASTICINE_PCU_AREA_MM2,
@@ -36,7 +37,8 @@ from hwmodels.catalogs.rdu import (
     PLASTICINE_TOTAL_AREA_MM2,
     SSM_EXTENSION_AREA_FRACTION,
 )
-from hwmodels.catalogs.tech import dram_energy_pj, get_tech
+from hwmodels.catalogs.tech import get_tech
+from hwmodels.systolic.pricing import action_prices, dram_pj_per_byte, sram_prices
 from templates.rdu import PRECISION_BITS, RduArch
 
 TIERS = ("sram", "hbm", "ddr")
@@ -342,33 +344,32 @@ def plan_cost(problem: SectionProblem, plan: Plan) -> PlanCost:
 # Energy prices and area
 # ---------------------------------------------------------------------------------------------------
 def energy_prices(arch: RduArch, graph: Graph) -> tuple[dict[str, int], int, int]:
-    """(fJ per byte per tier, static mW, compute fJ) from the technology catalog."""
-    tech = get_tech(arch.tech)
-    sram_pj = tech.sram_energy_pj_per_byte(arch.pmu_kib)
+    """(fJ per byte per tier, static mW, compute fJ) from the systolic pricing (``hwmodels.systolic.pricing``:
+    the catalog node or the published table ``arch.tech`` names)."""
+    read, _ = sram_prices(arch.tech, {"ifmap": arch.pmu_kib}, action_prices(arch.tech, 16, "fp"))
     prices = {
-        "sram": int(round(sram_pj * FEMTO)),  # per byte read or written in a PMU (streams count both)
-        "hbm": int(round(dram_energy_pj(1, arch.hbm_kind) * FEMTO)),
-        "ddr": int(round(dram_energy_pj(1, arch.ddr_kind) * FEMTO)),
+        "sram": int(round(read["ifmap"] * FEMTO)),  # per byte read or written in a PMU (streams count both)
+        "hbm": int(round(dram_pj_per_byte(arch.tech, arch.hbm_kind) * FEMTO)),
+        "ddr": int(round(dram_pj_per_byte(arch.tech, arch.ddr_kind) * FEMTO)),
     }
-    static_mw = int(round(tech.leakage_w(rdu_area_mm2(arch)["total"]) * 1000))
+    static_mw = int(round(area_node(arch.tech).leakage_w(rdu_area_mm2(arch)["total"]) * 1000))
     compute_fj = int(round(graph.flops * compute_pj_per_flop(arch) * FEMTO))
     return prices, static_mw, compute_fj
 
 
 def compute_pj_per_flop(arch: RduArch) -> float:
-    """Half a MAC at the arch's precision and node (bf16 priced as fp16)."""
-    tech = get_tech(arch.tech)
+    """Half a MAC at the arch's precision and node (bf16 priced as fp16), from the systolic pricing."""
     bits = PRECISION_BITS[arch.precision]
     if arch.precision in ("fp16", "bf16"):
-        return tech.mac_energy_pj(16, "fp") / 2
+        return action_prices(arch.tech, 16, "fp")["mac"] / 2
     if arch.precision == "fp32":
-        return tech.mac_energy_pj(32, "fp") / 2
-    return tech.mac_energy_pj(min(bits, 16), "int") / 2
+        return action_prices(arch.tech, 32, "fp")["mac"] / 2
+    return action_prices(arch.tech, min(bits, 16), "int")["mac"] / 2
 
 
 def rdu_area_mm2(arch: RduArch) -> dict[str, float]:
     """Area by component (mm^2) and ``total``, from Plasticine's 28 nm breakdown scaled to ``arch``."""
-    base, tech = get_tech(PLASTICINE_NODE), get_tech(arch.tech)
+    base, tech = get_tech(PLASTICINE_NODE), area_node(arch.tech)
     logic_scale = tech.area_scale.value / base.area_scale.value
     pcu = PLASTICINE_PCU_AREA_MM2.value * (arch.pcu_lanes * arch.pcu_stages / PLASTICINE_PCU_LANES_X_STAGES)
     pmu_logic = PLASTICINE_PMU_AREA_MM2.value - base.sram_area_mm2(PLASTICINE_PMU_KIB)

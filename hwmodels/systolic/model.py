@@ -15,9 +15,17 @@ from dataclasses import dataclass
 
 from dse.graph import Op
 from hwmodels.base import LayerMetrics, Metrics, design_figures, graph_batch
-from hwmodels.systolic.compute import LoweredGemm, compute_cycles
+from hwmodels.systolic.compute import LoweredGemm, array_sram_reads, array_writes, compute_cycles, folds, spatial_dims
 from hwmodels.systolic.cost import gemm_cost, vector_op_cost
-from hwmodels.systolic.pricing import Prices, design_prices, gemm_energy_pj, vector_energy_pj
+from hwmodels.systolic.pricing import (
+    TILED_ROLES,
+    Prices,
+    design_prices,
+    gemm_energy_pj,
+    stationary_words,
+    tiled_sram_energy_pj,
+    vector_energy_pj,
+)
 from hwmodels.systolic.sparse import SparseLowering, sparse_mac_energy_pj
 from mappers.base import Mapping, OpMapping
 from mappers.payloads import FoldPlan, TiledPlan
@@ -49,7 +57,7 @@ class SystolicModel:
         cycle_s = 1e-6 / arch.freq_mhz
 
         layers: list[LayerMetrics] = []
-        totals = {"mac": 0.0, "sram": 0.0, "dram": 0.0, "vector": 0.0, "leakage": 0.0}
+        totals = {"mac": 0.0, "pe_storage": 0.0, "sram": 0.0, "dram": 0.0, "vector": 0.0, "leakage": 0.0}
         total_cycles = 0.0
         total_macs = 0
         mac_weighted_cycles = 0.0
@@ -203,6 +211,7 @@ def _arch_key(arch: SystolicArch) -> tuple:
         arch.sparsity_optimized_mapping,
         arch.sparsity_block_size,
         arch.sparse_mac,
+        arch.acc_bits,
     )
 
 
@@ -255,7 +264,7 @@ def _fold_core(
         sram_rd = (cost.ifmap_sram_reads + cost.filter_sram_reads + cost.ofmap_dram_writes) * wb
         sram_wr = (cost.ofmap_sram_writes + cost.ifmap_dram_reads + cost.filter_dram_reads) * wb
         macs = gemm.macs
-        breakdown = gemm_energy_pj(cost, macs, prices, wb)
+        breakdown = gemm_energy_pj(cost, macs, prices, wb, arch.dataflow)
         sparse = plan.sparse
         sparse_extra: dict = {}
         if sparse is not None:
@@ -313,7 +322,7 @@ def _sparse_charges(
     breakdown["mac"] = sparse_mac_energy_pj(low, prices.e_mac)
     breakdown["sram"] += (sram_read_delta + dram_delta) * prices.e_sram["filter"]
     # the delta is negative where a format stores less than the streamed words (optimized mapping's padding)
-    breakdown["dram"] += math.copysign(prices.tech.dram_energy_pj(abs(dram_delta)), dram_delta)
+    breakdown["dram"] += dram_delta * prices.e_dram_read
     extra = {
         "sparsity": low.pattern.label,
         "sparse_mac": low.mode,
@@ -338,7 +347,7 @@ def _tiled_core(op: Op, om: OpMapping, plan: TiledPlan, arch: SystolicArch, pric
     wb = arch.word_bytes
     if plan.fused_into:
         # runs in its producer's output pipeline / SIMD pass: no latency or traffic of its own
-        breakdown = {"mac": 0.0, "sram": 0.0, "dram": 0.0, "vector": op.flops * prices.e_alu}
+        breakdown = {"mac": 0.0, "pe_storage": 0.0, "sram": 0.0, "dram": 0.0, "vector": op.flops * prices.e_alu}
         extra = {"unit": "vector", "fused_into": plan.fused_into}
         return _LayerCore(0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(breakdown.items()), tuple(extra.items()))
     rd = float(plan.dram_read_bytes)
@@ -370,13 +379,21 @@ def _tiled_core(op: Op, om: OpMapping, plan: TiledPlan, arch: SystolicArch, pric
     macs = op.macs if is_array else 0
     util = macs / (arch.macs_per_cycle * cycles) if cycles and is_array else 0.0
     sram_words = float(plan.sram_words)
-    e_sram = sum(prices.e_sram.values()) / len(prices.e_sram)
     sram_rd = sram_words * wb + wr
     sram_wr = rd + (sram_words * wb if not is_array else 0.0)
+    streams = fold_streams(plan.gemm, arch) if is_array and plan.gemm is not None else None
+    if streams is None:
+        e_sram = sum(prices.e_sram.values()) / len(prices.e_sram)
+        sram_pj, pe_pj = (sram_words * wb + rd + wr) * e_sram, 0.0
+    else:
+        fills = {role: sum(float(o.traffic) for o in plan.operands if o.role == role) for role in TILED_ROLES}
+        sram_pj = tiled_sram_energy_pj(sram_words * wb, streams, fills, prices)
+        pe_pj = macs * prices.e_pe_per_mac + stationary_words(arch.dataflow, *streams) * prices.e_pe_per_load
     breakdown = {
         "mac": macs * prices.e_mac,
-        "sram": (sram_words * wb + rd + wr) * e_sram,
-        "dram": prices.tech.dram_energy_pj(rd + wr),
+        "pe_storage": pe_pj,
+        "sram": sram_pj,
+        "dram": prices.dram_pj(rd, wr),
         "vector": 0.0 if is_array else op.flops * prices.e_alu,
     }
     extra = {
@@ -402,3 +419,14 @@ def _tiled_core(op: Op, om: OpMapping, plan: TiledPlan, arch: SystolicArch, pric
         tuple(breakdown.items()),
         tuple(extra.items()),
     )
+
+
+def fold_streams(gemm: LoweredGemm, arch: SystolicArch) -> tuple[float, float, float]:
+    """(ifmap reads, filter reads, ofmap writes) the array makes of its SRAMs over the whole GEMM, in words, as
+    the fold model counts them: a tiled op's tiles split the same folds, so these are its streams too."""
+    df = arch.dataflow
+    sr, sc, t = spatial_dims(gemm, df)
+    rf, cf = folds(sr, sc, arch.rows, arch.cols)
+    sram_if, sram_f = array_sram_reads(df, sr, sc, t, rf, cf)
+    n = gemm.count
+    return n * float(sram_if), n * float(sram_f), n * float(array_writes(gemm.M, gemm.N, rf, df))

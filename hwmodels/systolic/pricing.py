@@ -1,20 +1,28 @@
-"""What a systolic design pays: per-access energies of its SRAM banks, DRAM, MACs and ALUs, its area and
-its leakage, all from the technology catalog (``hwmodels.catalogs.tech``).
+"""What a systolic design pays: per-access energies of its MACs, PE registers, SRAM banks (read and written),
+DRAM and ALUs, its area and its leakage, from the technology catalog (``hwmodels.catalogs.tech``) or from a
+published per-action table (``hwmodels.catalogs.actions``: ``tech: tpu-v4``).
 
-The one place these prices are derived: the model (``hwmodels.systolic.model``) charges them per
-layer, the tiling mappers' energy objective (``mappers.systolic.objective.cost_model``) scores schedules
-with them, and the surrogates' batch features (``surrogates.systolic.features.arch_table``) take the same
-catalog figures for numpy columns of designs.
+The one place these prices are derived: the systolic model (``hwmodels.systolic.model``) charges them per
+layer, the multicore mapper per task, the RDU cost model for its PMUs, DRAM and compute, the tiling mappers'
+energy objective (``mappers.systolic.objective.cost_model``) scores schedules with them, and the surrogates'
+batch features (``surrogates.systolic.tables.arch_table``) take the same figures for numpy columns of designs
+(``pe_storage_pj_per_mac`` and friends broadcast: no Python branch on a value).
+
+PE-level storage (``pe_storage``): every MAC reads its weight, input and partial sum from the PE's registers
+and writes the partial sum back at the accumulator's width (``acc_bits``: 32 bits for int8); the operands the
+dataflow moves are written into the neighbouring PE's register (and cross a PE-to-PE link) each MAC, the
+stationary one once per load.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from hwmodels.catalogs.tech import DIE_OVERHEAD, LOGIC_UTILIZATION, TechNode, get_tech
+from hwmodels.catalogs.actions import PE_ROLES, REQUIRED_ACTIONS, action_table, area_node, register_write_pj_per_bit
+from hwmodels.catalogs.tech import DIE_OVERHEAD, LOGIC_UTILIZATION, TechNode, dram_energy_pj, get_tech
 from hwmodels.systolic.cost import GemmCost
 from hwmodels.systolic.sparse import sparse_area_fraction
 from templates.systolic import PRECISIONS, SystolicArch
@@ -92,16 +100,22 @@ def systolic_area_mm2(arch: SystolicArch) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Prices:
-    """One design's catalog prices: per-access energies in pJ (SRAM per byte of the bank an access
-    activates), its area per block and its leakage."""
+    """One design's prices: per-access energies in pJ (SRAM per byte of the bank an access activates, read
+    and written; DRAM per byte; the PE registers per MAC and per stationary word), its area per block and
+    its leakage. ``tech`` is the catalog node of the area and the leakage."""
 
     tech: TechNode
     e_mac: float
     e_alu: float
-    e_sram: dict[str, float]  # 'ifmap' | 'filter' | 'ofmap' -> pJ per byte
+    e_sram: dict[str, float]  # 'ifmap' | 'filter' | 'ofmap' -> pJ per byte read
     area_mm2: dict[str, float]
     leakage_w: float
     leakage_pj_per_cycle: float
+    e_sram_write: dict[str, float] = field(default_factory=dict)  # pJ per byte written (default: as read)
+    e_dram_read: float = 0.0  # pJ per byte
+    e_dram_write: float = 0.0
+    e_pe_per_mac: float = 0.0  # PE registers and forwarding, per MAC (``pe_storage_pj_per_mac``)
+    e_pe_per_load: float = 0.0  # one word of the stationary operand loaded into (or drained from) a PE
 
     @property
     def e_sram_vec(self) -> float:
@@ -112,22 +126,118 @@ class Prices:
     def area_total_mm2(self) -> float:
         return sum(self.area_mm2.values())
 
+    def sram_write(self, which: str) -> float:
+        return self.e_sram_write.get(which, self.e_sram[which])
+
+    def dram_pj(self, read_bytes: float, write_bytes: float = 0.0) -> float:  # noqa: ANN001 (or numpy arrays)
+        return read_bytes * self.e_dram_read + write_bytes * self.e_dram_write
+
+
+def action_prices(tech: str, bits: int, fmt: str) -> dict[str, float]:
+    """Every per-action energy (``hwmodels.catalogs.actions.REQUIRED_ACTIONS``; pJ per op or per *byte*)
+    of ``tech`` at one operand width, before the SRAM's capacity is known (SRAM entries of a catalog node are
+    None: they follow the bank, ``sram_prices``). The one place a node and a published table meet."""
+    table = action_table(tech)
+    if table is not None:
+        per_byte = {a: 8 * s.value for a, s in table.actions.items() if a not in ("mac", "vector_op")}
+        return {"mac": table.pj("mac"), "vector_op": table.pj("vector_op"), **per_byte}
+    node = get_tech(tech)
+    reg = 8 * register_write_pj_per_bit(node)
+    dram = node.dram_energy_pj(1.0)
+    out: dict[str, float] = {"mac": node.mac_energy_pj(bits, fmt), "vector_op": node.alu_energy_pj(bits, fmt)}
+    out.update({a: None for a in REQUIRED_ACTIONS if a.startswith("sram_")})  # type: ignore[misc]
+    out.update({"dram_read": dram, "dram_write": dram, "pe_forward": 0.0})
+    out.update({f"pe_read_{role}": 0.0 for role in PE_ROLES})
+    out.update({f"pe_write_{role}": reg for role in PE_ROLES})
+    return out
+
+
+def dram_pj_per_byte(tech: str, kind: str = "lpddr4") -> float:
+    """One DRAM byte read: a table's own figure, or the catalog's interface of ``kind`` (node-independent)."""
+    table = action_table(tech)
+    return 8 * table.pj("dram_read") if table is not None else dram_energy_pj(1.0, kind)
+
+
+def sram_prices(tech: str, bank_kib_of: dict[str, float], actions: dict[str, float]) -> tuple[dict, dict]:
+    """(read, write) pJ per byte of each SRAM: a table's own figures, or the node's by bank capacity."""
+    if action_table(tech) is not None:
+        return (
+            {w: actions[f"sram_read_{w}"] for w in bank_kib_of},
+            {w: actions[f"sram_write_{w}"] for w in bank_kib_of},
+        )
+    node = get_tech(tech)
+    read = {w: node.sram_energy_pj_per_byte(kib) for w, kib in bank_kib_of.items()}
+    return read, dict(read)
+
+
+def pe_storage_pj_per_mac(dataflow, word_bytes, acc_bytes, e: dict):  # noqa: ANN001, ANN201 (scalars or arrays)
+    """PE registers per MAC (pJ) under ``dataflow`` ('ws' | 'is' | 'os', or an array of them).
+
+    Each MAC reads its weight, its input and the partial sum it adds to, and writes the partial sum
+    (``acc_bytes`` wide: int8 arrays accumulate in 32 bits). The operands that move are written into the
+    next PE's register and cross a PE-to-PE link each MAC; the stationary one is read only (its loads are
+    ``e_pe_per_load``). Under os the partial sum stays put; under ws / is it moves down the column.
+    """
+    df = np.asarray(dataflow)
+    reads = (e["pe_read_weight"] + e["pe_read_input"]) * word_bytes + e["pe_read_psum"] * acc_bytes
+    psum_write = e["pe_write_psum"] * acc_bytes
+    moving_input = (e["pe_write_input"] + e["pe_forward"]) * word_bytes
+    moving_weight = (e["pe_write_weight"] + e["pe_forward"]) * word_bytes
+    moving_psum = e["pe_forward"] * acc_bytes
+    out = (
+        reads
+        + psum_write
+        + np.where(
+            df == "os", moving_input + moving_weight, np.where(df == "ws", moving_input, moving_weight) + moving_psum
+        )
+    )
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def pe_load_pj_per_word(dataflow, word_bytes, acc_bytes, e: dict):  # noqa: ANN001, ANN201 (scalars or arrays)
+    """One word of the stationary operand written into its PE (ws: a weight, is: an input) or, under os, one
+    finished output read out of its accumulator register."""
+    df = np.asarray(dataflow)
+    out = np.where(
+        df == "os",
+        e["pe_read_psum"] * acc_bytes,
+        np.where(df == "ws", e["pe_write_weight"], e["pe_write_input"]) * word_bytes,
+    )
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def stationary_words(dataflow, ifmap_sram_reads, filter_sram_reads, ofmap_sram_writes):  # noqa: ANN001, ANN201
+    """Words of the stationary operand loaded into (or drained from) the PEs: the array-side SRAM stream of
+    that operand (ws: the filter's, is: the ifmap's, os: the ofmap's)."""
+    df = np.asarray(dataflow)
+    out = np.where(df == "ws", filter_sram_reads, np.where(df == "is", ifmap_sram_reads, ofmap_sram_writes))
+    return float(out) if np.ndim(out) == 0 else out
+
 
 def design_prices(arch: SystolicArch) -> Prices:
-    """The catalog prices of ``arch``."""
-    tech = get_tech(arch.tech)
+    """The prices of ``arch``: its ``tech`` is a catalog node or a published action table."""
     fmt = number_format(arch.precision)
-    bits = arch.bits
-    area = systolic_area_mm2(arch)
-    leak_w = tech.leakage_w(sum(area.values()))
+    node = area_node(arch.tech)
+    area = systolic_area_mm2(arch if node.name == arch.tech else replace(arch, tech=node.name))
+    table = action_table(arch.tech)
+    leak_w = table.leakage_w.value if table is not None and table.leakage_w is not None else None
+    leak_w = node.leakage_w(sum(area.values())) if leak_w is None else leak_w
+    e = action_prices(arch.tech, arch.bits, fmt)
+    read, write = sram_prices(arch.tech, sram_bank_kib(arch), e)
+    wb, ab = arch.word_bytes, arch.accumulator_bits / 8
     return Prices(
-        tech=tech,
-        e_mac=tech.mac_energy_pj(bits, fmt),
-        e_alu=tech.alu_energy_pj(bits, fmt),
-        e_sram={which: tech.sram_energy_pj_per_byte(kib) for which, kib in sram_bank_kib(arch).items()},
+        tech=node,
+        e_mac=e["mac"],
+        e_alu=e["vector_op"],
+        e_sram=read,
         area_mm2=area,
         leakage_w=leak_w,
         leakage_pj_per_cycle=leak_w * 1e12 / (arch.freq_mhz * 1e6),
+        e_sram_write=write,
+        e_dram_read=e["dram_read"],
+        e_dram_write=e["dram_write"],
+        e_pe_per_mac=pe_storage_pj_per_mac(arch.dataflow, wb, ab, e),
+        e_pe_per_load=pe_load_pj_per_word(arch.dataflow, wb, ab, e),
     )
 
 
@@ -136,14 +246,15 @@ def design_prices(arch: SystolicArch) -> Prices:
 # ---------------------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=256)
 def tech_constants(tech: str, precision: str) -> tuple:
-    """Catalog energies (pJ) and areas (mm^2) of one technology at one precision."""
-    node = get_tech(tech)
+    """Energies (pJ) and areas (mm^2) of one technology (node or table) at one precision."""
+    node = area_node(tech)
     bits = PRECISIONS[precision]
     fmt = number_format(precision)
+    e = action_prices(tech, bits, fmt)
     return (
-        node.mac_energy_pj(bits, fmt),
-        node.alu_energy_pj(bits, fmt),
-        node.dram_energy_pj(1.0),
+        e["mac"],
+        e["vector_op"],
+        e["dram_read"],
         node.pe_area_mm2(bits, fmt),
         node.sram_area_mm2(1.0),
         node.alu_area_mm2(bits, fmt),
@@ -152,41 +263,91 @@ def tech_constants(tech: str, precision: str) -> tuple:
     )
 
 
-def sram_pj_per_byte(tech: tuple[np.ndarray, list[str]], kib: np.ndarray) -> np.ndarray:
-    """The catalog's SRAM energy per byte of each (technology, capacity): one array call per technology.
-    ``tech`` is (code per design, technology names)."""
+def pe_action_columns(tech: tuple[np.ndarray, list[str]], precision: tuple[np.ndarray, list[str]]) -> dict:
+    """The PE-register actions (pJ per byte) of each design, as columns (``pe_storage_pj_per_mac``'s ``e``)."""
+    (t_codes, t_names), (p_codes, p_names) = tech, precision
+    keys = [f"pe_{rw}_{role}" for role in PE_ROLES for rw in ("read", "write")] + ["pe_forward"]
+    table = np.array(
+        [[action_prices(t, PRECISIONS[p], number_format(p))[k] for k in keys] for t in t_names for p in p_names],
+        dtype=float,
+    )
+    rows = table[t_codes * len(p_names) + p_codes]
+    return {k: rows[:, i] for i, k in enumerate(keys)}
+
+
+def sram_pj_per_byte(tech: tuple[np.ndarray, list[str]], kib: np.ndarray, role: str = "ifmap") -> np.ndarray:
+    """SRAM energy per byte read of each (technology, capacity): one array call per technology (a table's
+    own figure for ``role``). ``tech`` is (code per design, technology names)."""
     codes, names = tech
+
+    def price(name: str, sizes: np.ndarray) -> np.ndarray:
+        table = action_table(name)
+        if table is not None:
+            return np.full(np.shape(sizes), 8 * table.pj(f"sram_read_{role}"))
+        return np.asarray(get_tech(name).sram_energy_pj_per_byte(sizes), dtype=float)
+
     if len(names) == 1:
-        return np.asarray(get_tech(names[0]).sram_energy_pj_per_byte(kib), dtype=float)
+        return price(names[0], kib)
     out = np.empty(len(kib))
     for code, name in enumerate(names):
         mask = codes == code
-        out[mask] = get_tech(name).sram_energy_pj_per_byte(kib[mask])
+        out[mask] = price(name, kib[mask])
     return out
 
 
 # ---------------------------------------------------------------------------------------------------
 # Charges: access counts x these prices (the systolic model per layer, the multicore mapper per task)
 # ---------------------------------------------------------------------------------------------------
-def gemm_energy_pj(cost: GemmCost, macs: int, prices: Prices, word_bytes: int) -> dict[str, float]:
-    """Energy (pJ, before leakage) of one lowered GEMM: MACs, the SRAM accesses of the array plus every
-    DRAM fill and drain through its SRAM, and the DRAM bytes."""
-    wb, e_sram = word_bytes, prices.e_sram
-    dram_bytes = (cost.ifmap_dram_reads + cost.filter_dram_reads + cost.ofmap_dram_writes) * wb
+def gemm_energy_pj(cost: GemmCost, macs: int, prices: Prices, word_bytes: int, dataflow: str) -> dict[str, float]:
+    """Energy (pJ, before leakage) of one lowered GEMM: MACs, the PE registers (per MAC and per stationary
+    word), the SRAM accesses of the array plus every DRAM fill (a write) and drain (a read) through its SRAM,
+    and the DRAM bytes. Works on numpy columns of costs too (one design's prices)."""
+    wb = word_bytes
+    r, w = prices.e_sram, prices.sram_write
     sram = (
-        (cost.ifmap_sram_reads + cost.ifmap_dram_reads) * wb * e_sram["ifmap"]
-        + (cost.filter_sram_reads + cost.filter_dram_reads) * wb * e_sram["filter"]
-        + (cost.ofmap_sram_writes + cost.ofmap_dram_writes) * wb * e_sram["ofmap"]
+        cost.ifmap_sram_reads * wb * r["ifmap"]
+        + cost.ifmap_dram_reads * wb * w("ifmap")
+        + cost.filter_sram_reads * wb * r["filter"]
+        + cost.filter_dram_reads * wb * w("filter")
+        + cost.ofmap_sram_writes * wb * w("ofmap")
+        + cost.ofmap_dram_writes * wb * r["ofmap"]
     )
-    return {"mac": macs * prices.e_mac, "sram": sram, "dram": prices.tech.dram_energy_pj(dram_bytes), "vector": 0.0}
+    loads = stationary_words(dataflow, cost.ifmap_sram_reads, cost.filter_sram_reads, cost.ofmap_sram_writes)
+    return {
+        "mac": macs * prices.e_mac,
+        "pe_storage": macs * prices.e_pe_per_mac + loads * prices.e_pe_per_load,
+        "sram": sram,
+        "dram": prices.dram_pj((cost.ifmap_dram_reads + cost.filter_dram_reads) * wb, cost.ofmap_dram_writes * wb),
+        "vector": 0.0,
+    }
+
+
+TILED_ROLES = ("input", "weight", "output")  # mappers.payloads.OperandTraffic.role
+
+
+def tiled_sram_energy_pj(array_bytes, streams, fills: dict, prices: Prices):  # noqa: ANN001, ANN201 (or arrays)
+    """SRAM energy (pJ) of a tiled array op: its ``array_bytes`` of array-side accesses shared out over the
+    three SRAMs as the fold model's ``streams`` (ifmap reads, filter reads, ofmap writes) are, plus the DRAM
+    fills (writes) of its inputs and weights and the drain (reads) of its outputs (``fills`` by role, bytes)."""
+    r, w = prices.e_sram, prices.sram_write
+    if_words, f_words, of_words = streams
+    total = if_words + f_words + of_words
+    per_byte = (if_words * r["ifmap"] + f_words * r["filter"] + of_words * w("ofmap")) / np.maximum(total, 1e-300)
+    out = (
+        array_bytes * per_byte
+        + fills["input"] * w("ifmap")
+        + fills["weight"] * w("filter")
+        + fills["output"] * r["ofmap"]
+    )
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def vector_energy_pj(flops: int, read_bytes: float, write_bytes: float, prices: Prices) -> dict[str, float]:
     """Energy (pJ, before leakage) of one op on the SIMD unit: ALU work, staging SRAM and DRAM bytes."""
-    moved = read_bytes + write_bytes
     return {
         "mac": 0.0,
-        "sram": moved * prices.e_sram_vec,
-        "dram": prices.tech.dram_energy_pj(moved),
+        "pe_storage": 0.0,
+        "sram": read_bytes * prices.e_sram_vec + write_bytes * prices.sram_write("ifmap"),
+        "dram": prices.dram_pj(read_bytes, write_bytes),
         "vector": flops * prices.e_alu,
     }

@@ -370,7 +370,7 @@ def _task_cost(
     wb = core.word_bytes
     cycles = compute = rd = wr = 0.0
     macs = 0
-    energy = {"mac": 0.0, "sram": 0.0, "dram": 0.0, "vector": 0.0}
+    energy = {"mac": 0.0, "pe_storage": 0.0, "sram": 0.0, "dram": 0.0, "vector": 0.0}
     tiled = [(op, *_tile_op(op, j, layer.tiles)) for op in ops]
     leaving = {
         t
@@ -395,7 +395,7 @@ def _task_cost(
             rd += (c.ifmap_dram_reads + c.filter_dram_reads) * wb
             wr += c.ofmap_dram_writes * wb
             macs += tile_op.macs
-            for k, v in gemm_energy_pj(c, tile_op.macs, prices, wb).items():
+            for k, v in gemm_energy_pj(c, tile_op.macs, prices, wb, core.dataflow).items():
                 energy[k] += v
         else:
             if share == 0.0:

@@ -45,7 +45,7 @@ def cost_model(arch: SystolicArch, objective: str) -> CostModel:
     return CostModel(
         objective,
         bpc,
-        dram_pj_per_byte=prices.tech.dram_energy_pj(1.0),
+        dram_pj_per_byte=prices.e_dram_read,
         sram_pj_per_byte=prices.e_sram["ifmap"],
         leakage_pj_per_cycle=prices.leakage_pj_per_cycle,
     )

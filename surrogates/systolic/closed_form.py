@@ -18,6 +18,7 @@ import numpy as np
 
 from hwmodels.systolic.batch import gemm_cost_arrays
 from hwmodels.systolic.cost import vector_busy_cycles
+from hwmodels.systolic.pricing import stationary_words
 from surrogates.systolic.tables import ARCH_FEATURES, DATAFLOWS, ArchTable, OpTable
 from surrogates.systolic.user_mode_closed_form import USER_MODE_DATAFLOWS, user_mode_pair_costs
 from templates.systolic import DRAM_MODES
@@ -77,7 +78,8 @@ def pair_costs(ops: OpTable, archs: ArchTable, totals: bool = False) -> dict[str
         for code in present:
             rows = np.flatnonzero(group == code) if len(present) > 1 else slice(None)
             df, mode = DATAFLOWS[code // len(DRAM_MODES)], DRAM_MODES[code % len(DRAM_MODES)]
-            design = {name: a[name][rows] for name in ("_e_mac", "_e_sram_if", "_e_sram_f", "_e_sram_of", "_e_dram")}
+            prices = ("_e_mac", "_e_sram_if", "_e_sram_f", "_e_sram_of", "_e_dram", "_e_pe_mac", "_e_pe_load")
+            design = {name: a[name][rows] for name in prices}
             c = gemm_cost_arrays(
                 ops.gemms,
                 df,
@@ -105,6 +107,11 @@ def pair_costs(ops: OpTable, archs: ArchTable, totals: bool = False) -> dict[str
                     (design["_e_sram_f"], c["filter_sram_reads"] + c["filter_dram_reads"]),
                     (design["_e_sram_of"], c["ofmap_sram_writes"] + c["ofmap_dram_writes"]),
                     (design["_e_dram"], c["ifmap_dram_reads"] + c["filter_dram_reads"] + c["ofmap_dram_writes"]),
+                    (design["_e_pe_mac"], np.broadcast_to(macs, c["cycles"].shape)),
+                    (
+                        design["_e_pe_load"],
+                        stationary_words(df, c["ifmap_sram_reads"], c["filter_sram_reads"], c["ofmap_sram_writes"]),
+                    ),
                 ],
             )
     vector = np.flatnonzero(~o["_array"])

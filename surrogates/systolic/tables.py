@@ -19,9 +19,18 @@ import numpy as np
 from dse.errors import UserError
 from dse.graph import Graph, OpKind
 from dse.registry import family, kinds_with_op_features
-from hwmodels.catalogs.tech import tech_names
+from hwmodels.catalogs.actions import ROLES as SRAM_ROLES
+from hwmodels.catalogs.actions import price_names
 from hwmodels.systolic.batch import GemmShapes
-from hwmodels.systolic.pricing import area_total_mm2, bank_kib, sram_pj_per_byte, tech_constants
+from hwmodels.systolic.pricing import (
+    area_total_mm2,
+    bank_kib,
+    pe_action_columns,
+    pe_load_pj_per_word,
+    pe_storage_pj_per_mac,
+    sram_pj_per_byte,
+    tech_constants,
+)
 from mappers.payloads import FoldPlan
 from mappers.systolic.fold import ARRAY_KINDS, SystolicFoldMapper, lower_op
 from templates.systolic import (
@@ -29,6 +38,7 @@ from templates.systolic import (
     PRECISIONS,
     SRAM_NAMES,
     SystolicTemplate,
+    accumulator_bits_of,
     buffer_kib,
     dram_words_per_cycle,
     lanes_of,
@@ -263,7 +273,7 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
     for kib in sizes:
         refuse(too_few_words(kib, word_bytes))
     tech_code, techs = label_codes(cols["tech"])
-    known = set(tech_names())
+    known = set(price_names())
     refuse(np.array([t not in known for t in techs], dtype=bool)[tech_code])
     rows, cols_ = number("rows", 0), number("cols", 0)
     lanes = lanes_of(number("vector_lanes", 0), cols_)
@@ -278,7 +288,11 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
     consts = np.array(table, dtype=float)[pair_index]
     e_mac, e_alu, e_dram, pe_area, sram_area, alu_area, leak, node_nm = consts.T
     tech = (tech_code, techs)
-    e_sram = [sram_pj_per_byte(tech, kib) for kib in bank_kib(*sizes, unified)]
+    e_sram = [sram_pj_per_byte(tech, kib, role) for kib, role in zip(bank_kib(*sizes, unified), SRAM_ROLES)]
+    pe_actions = pe_action_columns(tech, (precision, precisions))
+    is_int = np.array([p.startswith("int") for p in precisions], dtype=bool)[precision]
+    acc_bytes = accumulator_bits_of(number("acc_bits", 0), bits, is_int) / 8
+    dataflow_names = np.asarray(DATAFLOWS)[dataflow]
     sram_kib = sizes[0] + sizes[1] + sizes[2]
     area_floor = rows * cols_ * pe_area + sram_kib * sram_area + lanes * alu_area
     columns = {
@@ -317,6 +331,8 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
         "_area_floor": area_floor,
         "_area_total": area_total_mm2(rows * cols_ * pe_area + lanes * alu_area, sram_kib * sram_area),
         "_e_dram": e_dram * word_bytes,
+        "_e_pe_mac": pe_storage_pj_per_mac(dataflow_names, word_bytes, acc_bytes, pe_actions),
+        "_e_pe_load": pe_load_pj_per_word(dataflow_names, word_bytes, acc_bytes, pe_actions),
         "_leak_w_per_mm2": leak,
         "_word_bytes": word_bytes,
         "_mode": mode.astype(float),
