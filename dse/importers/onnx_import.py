@@ -21,6 +21,7 @@ from dse.graph import PRECISION_BYTES, Graph, GraphError
 from dse.importers.onnx_fold import fold_constants
 from dse.importers.onnx_load import fix_input_dims, infer_shapes, read_model
 from dse.importers.onnx_ops import SUPPORTED_OP_TYPES, OnnxImporter
+from dse.importers.onnx_standins import restore_foreign_ops
 from dse.importers.sparsity import measured_weight_density
 
 __all__ = ["SUPPORTED_OP_TYPES", "load_onnx"]
@@ -60,6 +61,7 @@ def load_onnx(
         folding.folded.update(again.folded)
         if not again.folded:
             break
+    restore_foreign_ops(folding.model, loaded.stand_ins)
     importer = OnnxImporter(
         Path(path), folding.model, PRECISION_BYTES[precision], without_data=set(loaded.without_data)
     )
