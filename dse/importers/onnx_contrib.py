@@ -59,6 +59,7 @@ CONTRIB_OPS: tuple[str, ...] = (
     "FusedConv",
     "FusedMatMul",
     "QLinearSoftmax",
+    "QLinearConcat",
 )
 # onnxruntime kernels registered in the standard domain
 ORT_STANDARD_OPS = ("SimplifiedLayerNormalization", "DynamicQuantizeLinear")
@@ -86,6 +87,7 @@ class ContribOps(QuantOps):
             FusedConv=self._ms_fused_conv,
             FusedMatMul=self._ms_fused_matmul,
             QLinearSoftmax=self._ms_softmax,
+            QLinearConcat=self._ms_concat,
         )
         return handlers
 
@@ -160,6 +162,13 @@ class ContribOps(QuantOps):
             name, OpKind.SOFTMAX, {"R": math.prod(x.shape[:-1]), "L": x.shape[-1]}, [self._use(x)], x.shape
         )
         self._bind_op(node, name, out)
+
+    def _ms_concat(self, node: onnx.NodeProto, name: str) -> None:
+        """QLinearConcat: a concatenation (an arity-n identity, as Concat) of its (X, scale, zero point) operands."""
+        activations, constants = self._split_operands(node, tuple(range(2, len(node.input), 3)))
+        out_shape = self._inferred_shape(node, name)
+        axis = int(self._attrs(node)["axis"])
+        self._elementwise(node, name, "identity", activations, out_shape, constants, {"axis": axis})
 
     def _ms_layer_norm(self, node: onnx.NodeProto, name: str) -> None:
         """(Skip)(Simplified)LayerNormalization: the skip (and bias) add, then the normalization."""

@@ -378,6 +378,13 @@ def _qlinear_binary(e: _Emitter) -> None:
     e.finish(both, 0, e.elem_type(7, e.elem_type(2, 2)))
 
 
+@stand_in(_MS, "QLinearConcat")
+def _qlinear_concat(e: _Emitter) -> None:
+    """Inputs: Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) per operand."""
+    parts = [e.as_float(e.input(i)) for i in range(2, len(e.node.input), 3)]
+    e.finish(e.emit("Concat", parts, axis=int(e.attr("axis"))), 0, e.elem_type(1, e.elem_type(4, 2)))  # type: ignore[arg-type]
+
+
 @stand_in(_MS, "FusedConv")
 def _fused_conv(e: _Emitter) -> None:
     from onnx import helper
