@@ -1,0 +1,146 @@
+"""Small ONNX models for the onnxruntime-kernel and QONNX importer tests, built with onnx.helper (no download).
+
+``block_model`` is an unfused transformer block plus a conv stem, in the forms onnxruntime's own graph
+optimizer rewrites into its com.microsoft kernels; ``contrib_node_model`` wraps one com.microsoft node;
+``qonnx_mlp`` is a Brevitas-style QONNX network (weight and activation ``Quant`` nodes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+MS = "com.microsoft"
+QONNX = "qonnx.custom_op.general"
+SEQ, HIDDEN, FF, HEADS = 8, 32, 64, 4
+
+
+class Nodes:
+    """Collects nodes and initializers; ``const`` adds a float32 (or given dtype) initializer."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+
+    def const(self, name: str, array: object, dtype: object = np.float32) -> str:
+        self.inits.append(numpy_helper.from_array(np.asarray(array, dtype=dtype), name))
+        return name
+
+    def weight(self, name: str, *shape: int) -> str:
+        return self.const(name, self.rng.standard_normal(shape) * 0.1)
+
+    def add(self, op_type: str, inputs: list[str], output: str, domain: str = "", **attrs: object) -> str:
+        self.nodes.append(helper.make_node(op_type, inputs, [output], name=output, domain=domain, **attrs))
+        return output
+
+    def model(self, name: str, inputs: list, outputs: list, opset: int = 17, domains: tuple = ()) -> onnx.ModelProto:
+        graph = helper.make_graph(self.nodes, name, inputs, outputs, self.inits)
+        imports = [helper.make_opsetid("", opset), *(helper.make_opsetid(d, 1) for d in domains)]
+        model = helper.make_model(graph, opset_imports=imports)
+        model.ir_version = 8
+        return model
+
+
+def block_model(path: Path) -> Path:
+    """x (1, SEQ, HIDDEN): FF with erf-GELU, residual + LayerNorm, one attention head with a scaled Q K^T;
+    plus a conv + ReLU and x * sigmoid(1.702 x) on an image input."""
+    n = Nodes()
+    h = n.add("MatMul", ["x", n.weight("w1", HIDDEN, FF)], "h")
+    h = n.add("Add", [h, n.weight("b1", FF)], "hb")
+    half = n.add("Div", [h, n.const("sqrt2", 2**0.5)], "div")
+    erf = n.add("Add", [n.add("Erf", [half], "erf"), n.const("one", 1.0)], "erf1")
+    gelu = n.add("Mul", [n.add("Mul", [h, erf], "gm"), n.const("half", 0.5)], "gelu")
+    f = n.add("Add", [n.add("MatMul", [gelu, n.weight("w2", FF, HIDDEN)], "f"), n.weight("b2", HIDDEN)], "fb")
+    res = n.add("Add", [f, "x"], "res")
+    ln = n.add(
+        "LayerNormalization", [res, n.const("g", np.ones(HIDDEN)), n.const("b", np.zeros(HIDDEN))], "ln", axis=-1
+    )
+    q = n.add("MatMul", [ln, n.weight("wq", HIDDEN, HIDDEN)], "q")
+    k = n.add("MatMul", [ln, n.weight("wk", HIDDEN, HIDDEN)], "k")
+    scores = n.add("MatMul", [q, n.add("Transpose", [k], "kt", perm=[0, 2, 1])], "scores")
+    probs = n.add("Softmax", [n.add("Mul", [scores, n.const("scale", 0.125)], "scaled")], "probs", axis=-1)
+    n.add("MatMul", [probs, ln], "y")
+    conv = n.add("Conv", ["img", n.weight("wc", 8, 3, 3, 3), n.weight("bc", 8)], "conv", pads=[1, 1, 1, 1])
+    relu = n.add("Relu", [conv], "relu")
+    sig = n.add("Sigmoid", [n.add("Mul", [relu, n.const("alpha", 1.702)], "ax")], "sig")
+    n.add("Mul", [relu, sig], "z")
+    f32 = TensorProto.FLOAT
+    model = n.model(
+        "block",
+        [
+            helper.make_tensor_value_info("x", f32, [1, SEQ, HIDDEN]),
+            helper.make_tensor_value_info("img", f32, [1, 3, 8, 8]),
+        ],
+        [
+            helper.make_tensor_value_info("y", f32, [1, SEQ, HIDDEN]),
+            helper.make_tensor_value_info("z", f32, [1, 8, 8, 8]),
+        ],
+    )
+    onnx.save(model, str(path))
+    return path
+
+
+def block_macs() -> int:
+    ff = 2 * SEQ * HIDDEN * FF
+    attention = 2 * SEQ * HIDDEN * HIDDEN + 2 * SEQ * SEQ * HIDDEN
+    return ff + attention + 8 * 8 * 8 * 3 * 9
+
+
+def contrib_node_model(
+    path: Path,
+    op_type: str,
+    order: list[str],
+    inputs: dict[str, tuple],
+    consts: dict[str, np.ndarray],
+    outputs: dict[str, tuple[int, int]],
+    domain: str = MS,
+    **attrs: object,
+) -> Path:
+    """One com.microsoft node reading ``order`` ('' = absent): graph inputs ``inputs`` (name -> (elem type,
+    shape)), initializers ``consts``, outputs name -> (elem type, rank) ('' names an absent output)."""
+    n = Nodes()
+    for name, array in consts.items():
+        n.const(name, array, array.dtype)
+    names = [name if not name.startswith("-") else "" for name in outputs]
+    n.nodes.append(helper.make_node(op_type, order, names, name=op_type.lower(), domain=domain, **attrs))
+    graph_inputs = [helper.make_tensor_value_info(k, t, list(s)) for k, (t, s) in inputs.items()]
+    graph_outputs = [
+        helper.make_tensor_value_info(o, t, [f"{o}{i}" for i in range(rank)])
+        for o, (t, rank) in outputs.items()
+        if not o.startswith("-")
+    ]
+    model = n.model(op_type, graph_inputs, graph_outputs, opset=17, domains=(MS,))
+    onnx.save(model, str(path))
+    return path
+
+
+def qonnx_mlp(path: Path, domain: str = QONNX, bits: float = 4.0) -> Path:
+    """Brevitas-style QONNX MLP: 8-bit input, fc1 (int4 weights, per-channel power-of-two scales), ReLU,
+    a 3-bit unsigned activation, fc2 (int6 weights as Gemm(transB)), then a bipolar output quantizer."""
+    n = Nodes()
+
+    def quant(x: str, out: str, scale: object, width: float, signed: int = 1, narrow: int = 0) -> str:
+        inputs = [x, n.const(f"{out}_scale", scale), n.const(f"{out}_zero", 0.0), n.const(f"{out}_bits", width)]
+        return n.add("Quant", inputs, out, domain, signed=signed, narrow=narrow, rounding_mode="ROUND")
+
+    x = quant("x", "x_q", 2.0**-4, 8)
+    w1 = quant(n.weight("w1", 16, 32), "w1_q", np.full((32,), 2.0**-3), bits, narrow=1)
+    relu = n.add("Relu", [n.add("MatMul", [x, w1], "fc1")], "relu1")
+    act = quant(relu, "relu1_q", 0.05, 3, signed=0)
+    w2 = quant(n.weight("w2", 10, 32), "w2_q", 0.1, 6)
+    y = n.add("Gemm", [act, w2, n.const("b2", np.zeros(10))], "fc2", transB=1)
+    n.add("BipolarQuant", [y, n.const("y_scale", 1.0)], "y_q", domain)
+    f32 = TensorProto.FLOAT
+    model = n.model(
+        "qonnx_mlp",
+        [helper.make_tensor_value_info("x", f32, [1, 16])],
+        [helper.make_tensor_value_info("y_q", f32, [1, 10])],
+        opset=13,
+        domains=(domain,),
+    )
+    onnx.save(model, str(path))
+    return path
