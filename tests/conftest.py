@@ -73,6 +73,10 @@ SLOW_TESTS: dict[str, str] = {
         "torch exports of BERT and GPT-2 plus onnxruntime's optimizer and quantizers (~30 s); "
         "test_graph_optimizer_kernels_keep_the_macs runs onnxruntime's graph optimizer on a hand-built block"
     ),
+    "test_onnx_contrib.py::test_a_thousand_node_decoder_imports_in_seconds": (
+        "a timing (about 2 s on 2 loaded cores); test_genai_decoder_with_int4_weights_and_kv_cache imports the same "
+        "layers"
+    ),
     "test_onnx_qonnx.py::test_brevitas_style_model_explores_and_exports": (
         "explore + hls4ml project export; test_fpga_mapper_takes_the_trained_weight_types checks the same types"
     ),

@@ -144,3 +144,58 @@ def qonnx_mlp(path: Path, domain: str = QONNX, bits: float = 4.0) -> Path:
     )
     onnx.save(model, str(path))
     return path
+
+
+def genai_decoder(path: Path, layers: int, seq: int = 4, past: int = 12) -> tuple[Path, int]:
+    """An onnxruntime-genai-style decoder (11 nodes a layer): SimplifiedLayerNormalization, int4 MatMulNBits
+    projections, packed GroupQueryAttention with rotary embedding and a KV cache, SkipSimplifiedLayerNormalization
+    and a SiLU-gated MLP. Returns the model and its closed-form MACs."""
+    d, heads, kv_heads, head, ff, block = 64, 4, 2, 16, 128, 16
+    n = Nodes()
+
+    def nbits(x: str, name: str, k: int, out: int) -> str:
+        packed = n.rng.integers(0, 255, (out, k // block, block // 2)).astype(np.uint8)
+        inputs = [x, n.const(f"{name}.w", packed, np.uint8), n.weight(f"{name}.s", out * k // block)]
+        return n.add("MatMulNBits", inputs, name, MS, K=k, N=out, bits=4, block_size=block)
+
+    cos, sin = n.weight("cos", 64, head // 2), n.weight("sin", 64, head // 2)
+    lengths = n.const("seqlens_k", [seq + past - 1], np.int32)
+    total = n.const("total_sequence_length", seq + past, np.int32)
+    f32 = TensorProto.FLOAT
+    inputs = [helper.make_tensor_value_info("x", f32, [1, seq, d])]
+    outputs = []
+    hidden, residual = "x", ""
+    for i in range(layers):
+        if residual:
+            out = f"l{i}.norm1"
+            n.nodes.append(helper.make_node(
+                "SkipSimplifiedLayerNormalization", [hidden, residual, n.weight(f"{out}.g", d)],
+                [out, "", "", f"{out}.sum"], name=out, domain=MS,
+            ))  # fmt: skip
+            normed, residual = out, f"{out}.sum"
+        else:
+            normed = n.add("SimplifiedLayerNormalization", [hidden, n.weight(f"l{i}.norm1.g", d)], f"l{i}.norm1")
+            residual = hidden
+        qkv = nbits(normed, f"l{i}.qkv", d, (heads + 2 * kv_heads) * head)
+        caches = [f"l{i}.past_key", f"l{i}.past_value"]
+        inputs += [helper.make_tensor_value_info(c, f32, [1, kv_heads, past, head]) for c in caches]
+        presents = [f"l{i}.present_key", f"l{i}.present_value"]
+        outputs += [helper.make_tensor_value_info(p, f32, [1, kv_heads, "total", head]) for p in presents]
+        n.nodes.append(helper.make_node(
+            "GroupQueryAttention", [qkv, "", "", *caches, lengths, total, cos, sin], [f"l{i}.attn", *presents],
+            name=f"l{i}.attn", domain=MS, num_heads=heads, kv_num_heads=kv_heads, do_rotary=1,
+        ))  # fmt: skip
+        attended = nbits(f"l{i}.attn", f"l{i}.o", d, d)
+        out = f"l{i}.norm2"
+        n.nodes.append(helper.make_node(
+            "SkipSimplifiedLayerNormalization", [attended, residual, n.weight(f"{out}.g", d)],
+            [out, "", "", f"{out}.sum"], name=out, domain=MS,
+        ))  # fmt: skip
+        residual = f"{out}.sum"
+        gate, up = nbits(out, f"l{i}.gate", d, ff), nbits(out, f"l{i}.up", d, ff)
+        silu = n.add("Mul", [gate, n.add("Sigmoid", [gate], f"l{i}.sigmoid")], f"l{i}.silu")
+        hidden = nbits(n.add("Mul", [silu, up], f"l{i}.gated"), f"l{i}.down", ff, d)
+    outputs.insert(0, helper.make_tensor_value_info(hidden, f32, [1, seq, d]))
+    onnx.save(n.model("decoder", inputs, outputs, opset=17, domains=(MS,)), str(path))
+    per_layer = seq * (d * (heads + 2 * kv_heads) * head + d * d + 3 * d * ff) + 2 * heads * seq * (seq + past) * head
+    return path, layers * per_layer

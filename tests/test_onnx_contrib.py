@@ -4,6 +4,7 @@ import with the MACs of the model before, and each kernel's output shapes match 
 from __future__ import annotations
 
 import collections
+import time
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ from onnx import TensorProto
 
 from dse.graph import GraphError, OpKind
 from dse.importers import load_onnx
-from tests.onnx_contrib_models import MS, block_macs, block_model, contrib_node_model
+from tests.onnx_contrib_models import MS, block_macs, block_model, contrib_node_model, genai_decoder
 
 ort = pytest.importorskip("onnxruntime")
 F32, I32, I64, U8, I8 = TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8, TensorProto.INT8
@@ -255,3 +256,27 @@ def test_hugging_face_models_through_the_transformer_optimizer(tmp_path: Path) -
             graph = load_onnx(variant, precision="fp32")
             assert graph.macs == macs, variant.name
         assert any(op.precision_label == "int4" for op in load_onnx(tmp_path / f"{kind}_nbits.onnx").ops)
+
+
+def test_genai_decoder_with_int4_weights_and_kv_cache(tmp_path: Path) -> None:
+    """SimplifiedLayerNormalization (standard domain), MatMulNBits, packed GQA with rotary and past/present."""
+    path, macs = genai_decoder(tmp_path / "decoder.onnx", layers=2)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    feeds = {i.name: RNG.random(i.shape, np.float32) for i in session.get_inputs()}
+    expected = {o.name: r.shape for o, r in zip(session.get_outputs(), session.run(None, feeds))}
+    graph = load_onnx(path, precision="fp16")
+    assert graph.macs == macs
+    assert {t.shape for t in graph.tensors.values() if t.kind == "output"} == set(expected.values())
+    assert collections.Counter(op.precision_label for op in graph.ops if op.weights and op.macs) == {"int4": 10}
+    attention = [op for op in graph.ops if op.name.endswith(":qk")]
+    assert [op.dims["N"] for op in attention] == [16, 16]  # 12 cached + 4 new keys
+
+
+def test_a_thousand_node_decoder_imports_in_seconds(tmp_path: Path) -> None:
+    path, macs = genai_decoder(tmp_path / "decoder.onnx", layers=91)
+    assert len(onnx.load(str(path)).graph.node) == 1001
+    start = time.perf_counter()
+    graph = load_onnx(path)
+    seconds = time.perf_counter() - start
+    print(f"1001-node onnxruntime-genai-style decoder: {len(graph.ops)} ops, {graph.macs} MACs, {seconds:.2f} s")
+    assert graph.macs == macs and seconds < 10

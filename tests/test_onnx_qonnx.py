@@ -47,6 +47,11 @@ def test_quantizers_become_per_layer_precision(tmp_path: Path, domain: str) -> N
 def test_validate_shows_the_layer_precisions(tmp_path: Path) -> None:
     out = "\n".join(workload_lines(load_onnx(qonnx_mlp(tmp_path / "mlp.onnx"))))  # what `dse validate` prints
     assert "precision int8 (weights int4): fc1" in out and "precision uint3 (weights int6): fc2" in out
+    assert (
+        "quantized fc1: input 8-bit signed x 0.0625 (ap_fixed<8,4>), weights 4-bit signed x 0.125 (ap_fixed<4,1>)"
+        in out
+    )
+    assert "quantized fc2: input 3-bit unsigned x 0.05 (ap_fixed<4,0>)" in out
 
 
 def test_fpga_mapper_takes_the_trained_weight_types(tmp_path: Path) -> None:

@@ -43,11 +43,18 @@ class StandIns:
 class _Emitter:
     """Builds the standard nodes that stand in for one foreign node."""
 
-    def __init__(self, model: onnx.ModelProto, node: onnx.NodeProto, key: str, opset: int, added: set[str]) -> None:
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        node: onnx.NodeProto,
+        key: str,
+        opset: int,
+        added: set[str],
+        known: tuple[dict[str, onnx.TensorProto], dict[str, onnx.ValueInfoProto]],
+    ) -> None:
         self.model, self.node, self.key, self.opset, self.added = model, node, key, opset, added
         self.nodes: list[onnx.NodeProto] = []
-        self.initializers = {t.name: t for t in model.graph.initializer}
-        self.inputs = {v.name: v for v in model.graph.input}
+        self.initializers, self.inputs = known  # shared by every emitter of one model
         self._count = 0
 
     def _name(self) -> str:
@@ -80,7 +87,7 @@ class _Emitter:
 
         tensor = onnx.TensorProto(name=name, data_type=elem_type, dims=dims)
         self.model.graph.initializer.append(tensor)
-        self.initializers[name] = tensor
+        self.initializers[name] = self.model.graph.initializer[-1]
         self.added.add(name)
         return name
 
@@ -195,12 +202,13 @@ def stand_in_foreign_ops(model: onnx.ModelProto, path: object, without_data: set
     if not any(_needs_stand_in(n, opset) for n in model.graph.node):
         return result
     nodes: list[onnx.NodeProto] = []
+    known = ({t.name: t for t in model.graph.initializer}, {v.name: v for v in model.graph.input})
     for index, node in enumerate(model.graph.node):
         if not _needs_stand_in(node, opset):
             nodes.append(node)
             continue
         key = f"{index}:{node.name or node.op_type}"
-        emitter = _Emitter(model, node, key, opset, result.added)
+        emitter = _Emitter(model, node, key, opset, result.added, known)
         domain = MS_DOMAIN if node.domain in ("", "ai.onnx") else node.domain
         builder = STAND_INS[(domain, node.op_type)]
         try:
@@ -237,6 +245,9 @@ def restore_foreign_ops(model: onnx.ModelProto, stand_ins: StandIns) -> None:
     kept = [t for t in model.graph.initializer if t.name not in stand_ins.added]
     del model.graph.initializer[:]
     model.graph.initializer.extend(kept)
+    shapes = [v for v in model.graph.value_info if MARK not in v.name]  # the stand-ins' own values
+    del model.graph.value_info[:]
+    model.graph.value_info.extend(shapes)
 
 
 # -- the builders: one per documented signature -------------------------------------------------------
