@@ -199,3 +199,27 @@ def genai_decoder(path: Path, layers: int, seq: int = 4, past: int = 12) -> tupl
     onnx.save(n.model("decoder", inputs, outputs, opset=17, domains=(MS,)), str(path))
     per_layer = seq * (d * (heads + 2 * kv_heads) * head + d * d + 3 * d * ff) + 2 * heads * seq * (seq + past) * head
     return path, layers * per_layer
+
+
+def finn_conv(path: Path) -> Path:
+    """FINN-style: a bipolar-weight conv whose output a MultiThreshold (15 thresholds per channel) turns into a
+    4-bit unsigned activation, read by a 2-bit Trunc'd dense layer."""
+    n = Nodes()
+    weight = n.add("BipolarQuant", [n.weight("wc", 8, 3, 3, 3), n.const("wc_scale", 1.0)], "wc_q", QONNX)
+    conv = n.add("Conv", ["img", weight], "conv", pads=[1, 1, 1, 1])
+    thresholds = n.const("thresholds", np.sort(n.rng.standard_normal((8, 15)), axis=1))
+    act = n.add("MultiThreshold", [conv, thresholds], "act", "finn.custom_op.general", out_dtype="UINT4")
+    flat = n.add("Flatten", [act], "flat")
+    trunc_inputs = [flat, n.const("t_scale", 1.0), n.const("t_zero", 0.0), n.const("t_in", 4.0), n.const("t_out", 2.0)]
+    truncated = n.add("Trunc", trunc_inputs, "trunc", QONNX, rounding_mode="FLOOR")
+    n.add("MatMul", [truncated, n.weight("wd", 8 * 6 * 6, 10)], "fc")
+    f32 = TensorProto.FLOAT
+    model = n.model(
+        "finn_conv",
+        [helper.make_tensor_value_info("img", f32, [1, 3, 6, 6])],
+        [helper.make_tensor_value_info("fc", f32, [1, 10])],
+        opset=13,
+        domains=(QONNX, "finn.custom_op.general"),
+    )
+    onnx.save(model, str(path))
+    return path

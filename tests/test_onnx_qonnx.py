@@ -17,7 +17,7 @@ from dse.importers import load_onnx
 from hwmodels.accuracy.hls_network import qonnx_quantized
 from mappers.fpga import FpgaDataflowMapper
 from templates.fpga_dataflow import FixedType, FpgaDataflowTemplate
-from tests.onnx_contrib_models import qonnx_mlp
+from tests.onnx_contrib_models import finn_conv, qonnx_mlp
 
 SPEC = """
 name: qonnx-mlp
@@ -42,6 +42,16 @@ def test_quantizers_become_per_layer_precision(tmp_path: Path, domain: str) -> N
     assert graph.macs == 16 * 32 + 32 * 10
     assert graph.tensors["fc1:weight"].nbytes == 16 * 32  # sub-byte weights stored one per byte
     assert graph.meta["quantized_precisions"] == ["int8", "uint3"]
+
+
+def test_bipolar_weights_multithreshold_and_trunc(tmp_path: Path) -> None:
+    graph = load_onnx(finn_conv(tmp_path / "finn.onnx"))
+    conv, act, fc = graph.op("conv"), graph.op("act"), graph.op("fc")
+    assert conv.precision_label == "bipolar" and conv.attrs["weight_bits"] == 1 and conv.attrs["weight_fixed"] == (2, 2)
+    assert act.attrs["fn"] == "multi_threshold" and act.attrs["thresholds"] == 15 and act.attrs["precision"] == "uint4"
+    assert graph.tensors[act.weights[0]].shape == (8, 15)
+    assert fc.attrs["act_bits"] == 2 and fc.attrs["act_signed"] is False  # Trunc to 2 bits, through the Flatten
+    assert graph.macs == 8 * 3 * 9 * 36 + 8 * 36 * 10
 
 
 def test_validate_shows_the_layer_precisions(tmp_path: Path) -> None:

@@ -158,16 +158,28 @@ class OnnxImporter(ContribOps, QonnxOps, QuantOps, MoreOps):
             self._node_name = name
             if self._all_constant(node) and node.domain not in QONNX_DOMAINS:  # a quantizer labels its weight
                 self._fold_shape_only(node, name)  # reads only weights too large to evaluate
+            elif node.domain in ("", "ai.onnx"):
+                self.handlers[node.op_type](node, name)
             else:
-                handler = self._handler(node)
-                assert handler is not None  # _check_supported refused the rest
-                handler(node, name)
+                self._foreign(node, name)
         for info in graph.output:
             value = self.values.get(info.name)
             if isinstance(value, Activation):
                 self.builder.reshape(value.tensor, value.shape)
                 self.builder.output(value.tensor)
         return self.builder.build()
+
+    def _foreign(self, node: onnx.NodeProto, name: str) -> None:
+        """An onnxruntime or QONNX node: inputs that break its documented signature get one located message."""
+        handler = self.foreign_handlers[(node.domain, node.op_type)]
+        try:
+            handler(node, name)
+        except GraphError:
+            raise
+        except (KeyError, IndexError, ValueError, TypeError, ZeroDivisionError, AttributeError) as err:
+            raise self._error(
+                name, node, f"inputs or attributes do not match its documented signature ({type(err).__name__}: {err})"
+            ) from None
 
     def _check_supported(self) -> None:
         """Refuse the model before any work if a node is not supported, naming every unsupported op type."""

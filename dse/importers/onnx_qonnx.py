@@ -58,9 +58,12 @@ class QonnxOps(QuantOps):
                 raise self._error(
                     name, node, f"bit width {bits} is not an integer from 1 to {MAX_QUANT_BITS} (input {bits_index})"
                 )
+            source = self._input(node, 0)
+            inherited = source.quant.signed if isinstance(source, Activation | Constant) and source.quant else True
+            default = inherited if node.op_type == "Trunc" else True  # Trunc keeps its input's sign by default
             info = QuantInfo(
                 bits=int(bits),
-                signed=bool(int(attrs.get("signed", 1))),
+                signed=bool(int(attrs.get("signed", default))),
                 scale=scale,
                 zero_point=self._scalar(node, name, 2, "zero point"),
                 narrow=bool(int(attrs.get("narrow", 0))),
