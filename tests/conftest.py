@@ -77,6 +77,11 @@ SLOW_TESTS: dict[str, str] = {
         "a timing (about 2 s on 2 loaded cores); test_genai_decoder_with_int4_weights_and_kv_cache imports the same "
         "layers"
     ),
+    "test_onnx_qonnx.py::test_a_brevitas_export_imports_with_its_layer_precisions": (
+        "a torch export through brevitas (skipped where brevitas is absent); "
+        "test_quantizers_become_per_layer_precision "
+        "imports a hand-built graph of the same form"
+    ),
     "test_onnx_qonnx.py::test_brevitas_style_model_explores_and_exports": (
         "explore + hls4ml project export; test_fpga_mapper_takes_the_trained_weight_types checks the same types"
     ),

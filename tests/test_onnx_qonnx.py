@@ -114,3 +114,31 @@ def test_brevitas_style_model_explores_and_exports(tmp_path: Path) -> None:
     layers = report["hls_config"]["LayerName"]
     assert layers["fc1"]["Precision"]["weight"] == "ap_fixed<4,1>"
     assert layers["fc2"]["Precision"]["weight"] == "ap_fixed<6,3>"
+
+
+def test_a_brevitas_export_imports_with_its_layer_precisions(tmp_path: Path) -> None:
+    """Slow, and only where brevitas and onnxoptimizer are installed (not in the test extra: brevitas pins
+    setuptools): a real Brevitas QONNX export, the same form as qonnx_mlp."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxoptimizer")
+    brevitas_nn = pytest.importorskip("brevitas.nn")
+    from brevitas.export import export_qonnx
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inp = brevitas_nn.QuantIdentity(bit_width=8, return_quant_tensor=True)
+            self.fc1 = brevitas_nn.QuantLinear(16, 32, bias=True, weight_bit_width=4)
+            self.relu = brevitas_nn.QuantReLU(bit_width=3, return_quant_tensor=True)
+            self.fc2 = brevitas_nn.QuantLinear(32, 10, bias=True, weight_bit_width=6)
+
+        def forward(self, x):
+            return self.fc2(self.relu(self.fc1(self.inp(x))))
+
+    torch.manual_seed(0)
+    path = tmp_path / "brevitas_mlp.onnx"
+    export_qonnx(Net().eval(), torch.randn(1, 16), export_path=str(path))
+    graph = load_onnx(path)
+    labels = [op.precision_label for op in graph.ops if op.macs]
+    assert labels == ["int8 (weights int4)", "uint3 (weights int6)"]
+    assert [op.attrs["weight_fixed"][0] for op in graph.ops if op.macs] == [4, 6]
