@@ -7,7 +7,9 @@ Constant nodes) never become activations: an op that mixes an activation with a 
 reads only the activation, and the constant becomes one of its weights. ONNX's own shape
 inference runs first and every shape the importer derives is checked against it, so an
 op whose semantics the importer gets wrong stops with a message instead of costing the
-wrong work.
+wrong work. onnxruntime's com.microsoft kernels and QONNX quantizers, which onnx's checker and shape
+inference do not know, go through both as standard stand-ins (``onnx_standins``) and are costed by
+their own converters (``onnx_contrib``, ``onnx_qonnx``).
 """
 
 from __future__ import annotations

@@ -197,9 +197,7 @@ class OnnxImporter(ContribOps, QonnxOps, QuantOps, MoreOps):
         in_domain = f" (domain {domain!r})" if domain not in ("", "ai.onnx") else ""
         others = sorted({o for _, o, _ in unsupported[1:]} - {op_type})
         also = f" (the model also uses unsupported {', '.join(others)})" if others else ""
-        foreign = "; ".join(
-            f"domain {domain!r}: {', '.join(ops)}" for domain, ops in FOREIGN_OP_TYPES.items() if ops != QONNX_OPS
-        )
+        foreign = f"domain {MS_DOMAIN!r}: {', '.join(FOREIGN_OP_TYPES[MS_DOMAIN])}"
         qonnx = f"domains {', '.join(map(repr, QONNX_DOMAINS))}: {', '.join(QONNX_OPS)}"
         raise GraphError(
             f"{self.path}: node {name!r} has op type {op_type!r}{in_domain}, which the ONNX importer does not "
