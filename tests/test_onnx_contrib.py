@@ -115,6 +115,14 @@ def _case(name: str):
             {"num_heads": 4},
             macs,
         )
+    if name == "QAttention":  # uint8 input, int8 QKV weights (what quantize_dynamic makes of Attention)
+        consts = {
+            "w": RNG.integers(-8, 8, (32, 96)).astype(np.int8), "b": w(96),
+            "x_scale": np.array(0.1, np.float32), "w_scale": np.array(0.05, np.float32),
+        }  # fmt: skip
+        order = ["x", "w", "b", "x_scale", "w_scale"]
+        macs = 2 * 8 * 32 * 96 + 2 * (2 * 4 * 8 * 8 * 8)
+        return name, order, {"x": (U8, (2, 8, 32))}, consts, {"y": (F32, 3)}, {"num_heads": 4}, macs
     if name == "MultiHeadAttention":  # cross attention: 8 queries over 6 keys
         inputs = {"q": (F32, (2, 8, 32)), "k": (F32, (2, 6, 32)), "v": (F32, (2, 6, 32))}
         return name, ["q", "k", "v"], inputs, {}, {"y": (F32, 3)}, {"num_heads": 4}, 2 * (2 * 4 * 8 * 6 * 8)
@@ -176,8 +184,9 @@ def _case(name: str):
 
 
 KERNELS = [
-    "Attention", "MultiHeadAttention", "GroupQueryAttention", "EmbedLayerNormalization", "RotaryEmbedding",
-    "SkipSimplifiedLayerNormalization", "QGemm", "BiasGelu", "FastGelu", "MatMulNBits", "DynamicQuantizeMatMul",
+    "Attention", "QAttention", "MultiHeadAttention", "GroupQueryAttention", "EmbedLayerNormalization",
+    "RotaryEmbedding", "SkipSimplifiedLayerNormalization", "QGemm", "BiasGelu", "FastGelu", "MatMulNBits",
+    "DynamicQuantizeMatMul",
 ]  # fmt: skip
 
 
@@ -190,7 +199,7 @@ def test_kernel_shapes_match_onnxruntime(tmp_path: Path, kernel: str) -> None:
     expected = {o.name: r.shape for o, r in zip(session.get_outputs(), results)}
     graph = load_onnx(path, precision="fp32")
     assert graph.macs == macs
-    if kernel in ("MatMulNBits", "DynamicQuantizeMatMul", "QGemm"):
+    if kernel in ("MatMulNBits", "DynamicQuantizeMatMul", "QGemm", "QAttention"):
         op = next(op for op in graph.ops if op.macs)
         assert op.precision_label == ("int4" if kernel == "MatMulNBits" else "int8")
     produced = {t.shape for t in graph.tensors.values() if t.kind == "output"}
