@@ -266,8 +266,9 @@ class ContribOps(QuantOps):
             name, reads, batch, heads, seq, kv_len, head_dim, head_dim, self._inferred_shape(node, name)
         )
         self._bind_op(node, name, out)
-        self._bind_copy(node, name, 1, self._tensors([key or q, past_key]), "concat")
-        self._bind_copy(node, name, 2, self._tensors([value or q, self._input(node, 4)]), "concat")
+        packed = key is None  # the new keys and values are slices of the query input
+        self._bind_copy(node, name, 1, self._tensors([q if packed else key, past_key]), "concat")
+        self._bind_copy(node, name, 2, self._tensors([q if packed else value, self._input(node, 4)]), "concat")
 
     def _ms_embed_layer_norm(self, node: onnx.NodeProto, name: str) -> None:
         """Word, position and segment look-ups, their sum, a layer norm; mask_index sums the mask."""
@@ -336,14 +337,12 @@ class ContribOps(QuantOps):
         self._bind_op(node, name, out)
 
     def _ms_qgemm(self, node: onnx.NodeProto, name: str) -> None:
-        self._delegate(node, name, "Gemm", [node.input[0], node.input[3], _get(node.input, 6)], self._gemm)
+        inputs = [node.input[0], node.input[3], _get(node.input, 6)]
+        self._delegate(node, name, "Gemm", inputs, self._gemm, keep={"transA", "transB", "alpha"})
 
     def _ms_float_matmul(self, node: onnx.NodeProto, name: str) -> None:
-        """DynamicQuantizeMatMul / MatMulIntegerToFloat: an int8 matmul whose input is quantized on the fly."""
-        self._delegate(node, name, "MatMul", [node.input[0], node.input[1]], self._matmul)
-        op = self.builder.ops[-1]
-        if op.attrs.get("precision") and not quant_precision(self.elem_types.get(node.input[0], 0)):
-            self._label_last("int8", op.attrs.get("weight_precision"))  # the input is quantized on the fly
+        """DynamicQuantizeMatMul / MatMulIntegerToFloat: an int8 matmul (its int8 weight labels it)."""
+        self._delegate(node, name, "MatMul", [node.input[0], node.input[1]], self._matmul, keep=set())
 
     def _ms_fused_conv(self, node: onnx.NodeProto, name: str) -> None:
         """Conv with its bias, an optional residual Z added and an activation applied."""
@@ -393,19 +392,13 @@ class ContribOps(QuantOps):
 
     # -- plumbing ---------------------------------------------------------------
     def _delegate(
-        self, node: onnx.NodeProto, name: str, op_type: str, inputs: list[str], handler: Handler,
-        keep: set[str] | None = None,
+        self, node: onnx.NodeProto, name: str, op_type: str, inputs: list[str], handler: Handler, keep: set[str]
     ) -> None:  # fmt: skip
-        """Convert with a standard op's converter over the operands it shares (names stay the node's)."""
+        """Convert with a standard op's converter over the operands and attributes (``keep``) it shares."""
         from onnx import helper
 
         proxy = helper.make_node(op_type, inputs, list(node.output), name=node.name)
-        proxy.attribute.extend(a for a in node.attribute if keep is None or a.name in keep)
-        if keep is None:
-            allowed = {"transA", "transB", "alpha", "beta"} if op_type == "Gemm" else set()
-            kept = [a for a in proxy.attribute if a.name in allowed]
-            del proxy.attribute[:]
-            proxy.attribute.extend(kept)
+        proxy.attribute.extend(a for a in node.attribute if a.name in keep)
         handler(proxy, name)
 
     def _activations(self, values: list[Activation | Constant | None]) -> list[Activation]:

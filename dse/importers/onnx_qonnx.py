@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dse.importers.onnx_quant import QuantOps
-from dse.importers.onnx_standins import QONNX_DOMAINS
 from dse.importers.onnx_walk import Activation, Constant, QuantInfo
 
 if TYPE_CHECKING:
@@ -99,7 +98,3 @@ class QonnxOps(QuantOps):
         out = self.values[node.output[0]]
         assert isinstance(out, Activation)
         self.values[node.output[0]] = Activation(out.tensor, out.shape, info.label, info)
-
-
-def is_qonnx(domain: str) -> bool:
-    return domain in QONNX_DOMAINS
