@@ -206,6 +206,24 @@ def test_kernel_shapes_match_onnxruntime(tmp_path: Path, kernel: str) -> None:
     assert {tuple(s) for name, s in expected.items() if name != "mask_index"} <= produced
 
 
+def test_onnxruntime_qdq_with_int16_activations_and_int4_weights(tmp_path: Path) -> None:
+    """com.microsoft QuantizeLinear/DequantizeLinear (onnxruntime's QDQ for types older opsets lack)."""
+    from tests.onnx_contrib_models import Nodes
+
+    n = Nodes()
+    scale = n.const("scale", 0.05)
+    q = n.add("QuantizeLinear", ["x", scale, n.const("zero", 0, np.int16)], "xq", MS)
+    x = n.add("DequantizeLinear", [q, scale, n.const("zero2", 0, np.int16)], "xd", MS)
+    w = n.add("DequantizeLinear", [n.const("w", RNG.integers(-8, 8, (32, 16)), np.int8), scale], "wd", MS)
+    n.add("MatMul", [x, w], "y")
+    inputs = [onnx.helper.make_tensor_value_info("x", F32, [4, 32])]
+    outputs = [onnx.helper.make_tensor_value_info("y", F32, [4, 16])]
+    path = tmp_path / "qdq.onnx"
+    onnx.save(n.model("qdq", inputs, outputs, opset=17, domains=(MS,)), str(path))
+    graph = load_onnx(path)
+    assert graph.macs == 4 * 32 * 16 and graph.op("y").precision_label == "int16 (weights int8)"
+
+
 def test_unknown_kernel_and_malformed_kernel_are_one_clear_message(tmp_path: Path) -> None:
     inputs = {"x": (F32, (2, 8, 32))}
     path = contrib_node_model(tmp_path / "odd.onnx", "DecoderMaskedSelfAttention", ["x"], inputs, {}, {"y": (F32, 3)})

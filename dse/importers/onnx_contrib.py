@@ -60,6 +60,8 @@ CONTRIB_OPS: tuple[str, ...] = (
     "FusedMatMul",
     "QLinearSoftmax",
     "QLinearConcat",
+    "QuantizeLinear",
+    "DequantizeLinear",
 )
 # onnxruntime kernels registered in the standard domain
 ORT_STANDARD_OPS = ("SimplifiedLayerNormalization", "DynamicQuantizeLinear")
@@ -88,6 +90,8 @@ class ContribOps(QuantOps):
             FusedMatMul=self._ms_fused_matmul,
             QLinearSoftmax=self._ms_softmax,
             QLinearConcat=self._ms_concat,
+            QuantizeLinear=self._quantize,
+            DequantizeLinear=self._quantize,
         )
         return handlers
 

@@ -262,6 +262,17 @@ def _shape_of_input(e: _Emitter) -> None:
     e.same(0)
 
 
+@stand_in(_MS, "QuantizeLinear")
+def _quantize_linear(e: _Emitter) -> None:
+    """onnxruntime's own QuantizeLinear (int4/int16 before ONNX had them): the zero point's type."""
+    e.same(0, elem_type=e.elem_type(2, 2))
+
+
+@stand_in(_MS, "DequantizeLinear")
+def _dequantize_linear(e: _Emitter) -> None:
+    e.same(0, elem_type=e.elem_type(1))
+
+
 @stand_in(QONNX_DOMAINS, "Quant", "BipolarQuant", "Trunc")
 def _quantizer(e: _Emitter) -> None:
     e.same(0)
