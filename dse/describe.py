@@ -30,6 +30,7 @@ def workload_lines(graph: Graph) -> list[str]:
         for label, names in sorted(precisions.items()):
             shown = ", ".join(names[:6]) + (f", ... ({len(names)} ops)" if len(names) > 6 else "")
             lines.append(f"  precision {label}: {shown}")
+    lines += _quantized_layer_lines(graph)
     folded = graph.meta.get("folded_nodes") or {}
     if folded:
         total = sum(folded.values())
@@ -42,4 +43,27 @@ def workload_lines(graph: Graph) -> list[str]:
             f"{', ...' if len(missing) > 5 else ''}): shapes only — fine for performance models, "
             "refused by what needs weights (dse export)"
         )
+    return lines
+
+
+SHOWN_QUANTIZED_LAYERS = 8
+
+
+def _quantized_layer_lines(graph: Graph) -> list[str]:
+    """One line per layer a QONNX/Brevitas quantizer set: each operand's bits, signedness and scale."""
+    layers = [op for op in graph.ops if "weight_scale" in op.attrs or "act_scale" in op.attrs]
+    lines = []
+    for op in layers[:SHOWN_QUANTIZED_LAYERS]:
+        parts = []
+        for prefix, what in (("act", "input"), ("weight", "weights")):
+            if f"{prefix}_bits" in op.attrs:
+                sign = "signed" if op.attrs[f"{prefix}_signed"] else "unsigned"
+                width, integer = op.attrs[f"{prefix}_fixed"]
+                parts.append(
+                    f"{what} {op.attrs[f'{prefix}_bits']}-bit {sign} x {op.attrs[f'{prefix}_scale']:.4g} "
+                    f"(ap_fixed<{width},{integer}>)"
+                )
+        lines.append(f"  quantized {op.name}: {', '.join(parts)}")
+    if len(layers) > SHOWN_QUANTIZED_LAYERS:
+        lines.append(f"  ... {len(layers) - SHOWN_QUANTIZED_LAYERS} more quantized layers")
     return lines

@@ -338,6 +338,7 @@ class GraphBuilder:
         self.tensors: dict[str, Tensor] = {}
         self.meta: dict[str, Any] = {}
         self._counter: dict[str, int] = {}
+        self._op_names: set[str] = set()  # names of self.ops (only add_op appends): a 1,000-node import stays linear
 
     # -- helpers -----------------------------------------------------------
     def _uniq(self, base: str) -> str:
@@ -348,7 +349,7 @@ class GraphBuilder:
     def _op_name(self, name: str | None, kind: str) -> str:
         if name is None:
             return self._uniq(kind)
-        if any(o.name == name for o in self.ops):
+        if name in self._op_names:
             return self._uniq(name)
         self._counter.setdefault(name, 1)
         return name
@@ -377,6 +378,7 @@ class GraphBuilder:
         attrs: Mapping[str, Any] | None = None,
     ) -> str:
         op_name = self._op_name(name, kind.value)
+        self._op_names.add(op_name)
         out = self.tensor(f"{op_name}:out", out_shape)
         w_names = []
         for suffix, wshape in (weights or {}).items():

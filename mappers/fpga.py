@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from dataclasses import replace
 from functools import lru_cache
 
 from dse.graph import Graph, Op, OpKind
@@ -31,7 +32,7 @@ from hwmodels.fpga.cost import (
 )
 from mappers.base import Mapping, MappingError, OpMapping
 from mappers.payloads import LayerGroupPlan
-from templates.fpga_dataflow import FpgaArch
+from templates.fpga_dataflow import FixedType, FpgaArch, LayerKnobs
 
 UNARY_FUNCTIONS = ("relu", "relu6", "clip", "identity", "sigmoid", "tanh", "batchnorm")
 
@@ -138,7 +139,7 @@ class FpgaDataflowMapper:
 
     @staticmethod
     def _plan(index: int, op: Op, arch: FpgaArch, samples: int) -> ComputePlan:
-        knobs = arch.layer(index)
+        knobs = imported_weight_type(arch.layer(index), op, arch.override(index))
         shape = layer_shape(op, samples)
         valid = _valid_reuse_factors(shape.n_in, shape.n_out)
         rf = closest_reuse_factor(valid, knobs.reuse_factor)
@@ -157,6 +158,15 @@ class FpgaDataflowMapper:
             cycles=cycles,
             interval=interval,
         )
+
+
+def imported_weight_type(knobs: LayerKnobs, op: Op, override: dict) -> LayerKnobs:
+    """A layer quantized in its model (QONNX/Brevitas ``Quant``: ``op.attrs['weight_fixed']``) keeps the weight type
+    it was trained at, as hls4ml's QONNX front end sets it; only ``layer<i>_weight_width``/``_integer`` replace it."""
+    fixed = op.attrs.get("weight_fixed")
+    if fixed is None or "weight_width" in override or "weight_integer" in override:
+        return knobs
+    return replace(knobs, weight=FixedType(int(fixed[0]), int(fixed[1])))
 
 
 def _assign_engines(plans: list[ComputePlan], arch: FpgaArch, bottleneck: int) -> tuple[list[ComputePlan], EnginePlan]:

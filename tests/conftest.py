@@ -68,6 +68,26 @@ INTEGRATION_MODULES = frozenset(
 # "module.py::test_name" (every parameter) or "module.py::test_name[id]" (one) -> why it runs only with
 # -m slow, naming the default test that covers the same code.
 SLOW_TESTS: dict[str, str] = {
+    "test_onnx_contrib.py::test_quantizers_keep_the_macs_and_label_precision": (
+        "importing onnxruntime.quantization alone takes seconds; the default kernel tests cover the same "
+        "converters (QGemm, MatMulNBits, DynamicQuantizeMatMul) on hand-built nodes checked against onnxruntime"
+    ),
+    "test_onnx_contrib.py::test_hugging_face_models_through_the_transformer_optimizer": (
+        "torch exports of BERT and GPT-2 plus onnxruntime's optimizer and quantizers (~30 s); "
+        "test_graph_optimizer_kernels_keep_the_macs runs onnxruntime's graph optimizer on a hand-built block"
+    ),
+    "test_onnx_contrib.py::test_a_thousand_node_decoder_imports_in_seconds": (
+        "a timing (about 2 s on 2 loaded cores); test_genai_decoder_with_int4_weights_and_kv_cache imports the same "
+        "layers"
+    ),
+    "test_onnx_qonnx.py::test_a_brevitas_export_imports_with_its_layer_precisions": (
+        "a torch export through brevitas (skipped where brevitas is absent); "
+        "test_quantizers_become_per_layer_precision "
+        "imports a hand-built graph of the same form"
+    ),
+    "test_onnx_qonnx.py::test_brevitas_style_model_explores_and_exports": (
+        "explore + hls4ml project export; test_fpga_mapper_takes_the_trained_weight_types checks the same types"
+    ),
     "test_interrupt.py::test_signal_while_writing_outputs_leaves_no_partial_file[SIGINT]": (
         "the [SIGTERM] case runs the same cleanup (Terminated is a KeyboardInterrupt, so both signals unwind "
         "through the same finally blocks); the SIGINT exit code and message are checked by "

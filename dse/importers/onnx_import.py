@@ -7,7 +7,9 @@ Constant nodes) never become activations: an op that mixes an activation with a 
 reads only the activation, and the constant becomes one of its weights. ONNX's own shape
 inference runs first and every shape the importer derives is checked against it, so an
 op whose semantics the importer gets wrong stops with a message instead of costing the
-wrong work.
+wrong work. onnxruntime's com.microsoft kernels and QONNX quantizers, which onnx's checker and shape
+inference do not know, go through both as standard stand-ins (``onnx_standins``) and are costed by
+their own converters (``onnx_contrib``, ``onnx_qonnx``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dse.graph import PRECISION_BYTES, Graph, GraphError
 from dse.importers.onnx_fold import fold_constants
 from dse.importers.onnx_load import fix_input_dims, infer_shapes, read_model
 from dse.importers.onnx_ops import SUPPORTED_OP_TYPES, OnnxImporter
+from dse.importers.onnx_standins import restore_foreign_ops
 from dse.importers.sparsity import measured_weight_density
 
 __all__ = ["SUPPORTED_OP_TYPES", "load_onnx"]
@@ -60,6 +63,7 @@ def load_onnx(
         folding.folded.update(again.folded)
         if not again.folded:
             break
+    restore_foreign_ops(folding.model, loaded.stand_ins)
     importer = OnnxImporter(
         Path(path), folding.model, PRECISION_BYTES[precision], without_data=set(loaded.without_data)
     )

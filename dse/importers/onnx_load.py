@@ -14,6 +14,7 @@ import numpy as np
 
 from dse.graph import GraphError
 from dse.importers.onnx_fold import FOLD_LIMIT
+from dse.importers.onnx_standins import StandIns, stand_in_foreign_ops
 
 if TYPE_CHECKING:
     import onnx
@@ -26,6 +27,7 @@ class LoadedModel:
     model: onnx.ModelProto
     without_data: set[str] = field(default_factory=set)  # large or external: never needed to cost the model
     missing_files: dict[str, str] = field(default_factory=dict)  # initializer -> absent external file
+    stand_ins: StandIns = field(default_factory=StandIns)  # onnxruntime / QONNX nodes, restored before the walk
 
 
 def read_model(path: Path) -> LoadedModel:
@@ -54,6 +56,7 @@ def read_model(path: Path) -> LoadedModel:
             for name in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
                 tensor.ClearField(name)
             loaded.without_data.add(tensor.name)
+    loaded.stand_ins = stand_in_foreign_ops(model, path, loaded.without_data)
     _check(model, path, loaded.without_data)
     return loaded
 

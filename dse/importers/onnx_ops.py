@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dse.graph import Graph, GraphError, OpKind
+from dse.importers.onnx_contrib import CONTRIB_OPS, ORT_STANDARD_OPS, ContribOps
 from dse.importers.onnx_ops_more import (
     MORE_DATA_MOVEMENT,
     MORE_NARY,
@@ -23,7 +24,9 @@ from dse.importers.onnx_ops_more import (
     MORE_VIEWS,
     MoreOps,
 )
+from dse.importers.onnx_qonnx import QONNX_OPS, QonnxOps
 from dse.importers.onnx_quant import QUANT_OPERANDS, QUANT_OPS, QuantOps
+from dse.importers.onnx_standins import MS_DOMAIN, QONNX_DOMAINS
 from dse.importers.onnx_walk import Activation, Constant, broadcast, normalize_axis, quant_precision
 
 if TYPE_CHECKING:
@@ -62,13 +65,20 @@ _OTHER_OPS = (
     "Constant",
     "ConstantOfShape",
 )
-_MORE_TABLES = (*MORE_UNARY, *MORE_NARY, *MORE_DATA_MOVEMENT, *MORE_REDUCE, *MORE_VIEWS, *MORE_OTHER, *QUANT_OPS)
+_MORE_TABLES = (
+    *MORE_UNARY, *MORE_NARY, *MORE_DATA_MOVEMENT, *MORE_REDUCE, *MORE_VIEWS, *MORE_OTHER, *QUANT_OPS, *ORT_STANDARD_OPS
+)  # fmt: skip
 SUPPORTED_OP_TYPES: tuple[str, ...] = tuple(
     sorted({*_UNARY_FUNCTIONS, *_BINARY_FUNCTIONS, *_VIEW_OPS, *_OTHER_OPS, *_MORE_TABLES})
 )
+# Ops outside the standard domain: onnxruntime's kernels and the QONNX quantizers (by domain).
+FOREIGN_OP_TYPES: dict[str, tuple[str, ...]] = {
+    MS_DOMAIN: tuple(sorted(CONTRIB_OPS)),
+    **{domain: QONNX_OPS for domain in QONNX_DOMAINS},
+}
 
 
-class OnnxImporter(QuantOps, MoreOps):
+class OnnxImporter(ContribOps, QonnxOps, QuantOps, MoreOps):
     """Walks the ONNX graph once, in its (checker-verified) topological order, converting node by node."""
 
     def __post_init__(self) -> None:
@@ -116,7 +126,17 @@ class OnnxImporter(QuantOps, MoreOps):
         ):
             for op_type in table:
                 self.handlers[op_type] = handler
+        self.handlers.update(self.ort_standard_handlers())
         assert set(self.handlers) == set(SUPPORTED_OP_TYPES)
+        self.foreign_handlers = {(MS_DOMAIN, op): h for op, h in self.contrib_handlers().items()}
+        for domain in QONNX_DOMAINS:
+            self.foreign_handlers.update({(domain, op): h for op, h in self.qonnx_handlers().items()})
+        assert {(d, op) for d, ops in FOREIGN_OP_TYPES.items() for op in ops} == set(self.foreign_handlers)
+
+    def _handler(self, node: onnx.NodeProto) -> Callable[[onnx.NodeProto, str], None] | None:
+        if node.domain in ("", "ai.onnx"):
+            return self.handlers.get(node.op_type)
+        return self.foreign_handlers.get((node.domain, node.op_type))
 
     # -- driver ------------------------------------------------------------
     def run(self) -> Graph:
@@ -136,16 +156,30 @@ class OnnxImporter(QuantOps, MoreOps):
         for index, node in enumerate(graph.node):
             name = node.name or f"{node.op_type}_{index}"
             self._node_name = name
-            if self._all_constant(node):
+            if self._all_constant(node) and node.domain not in QONNX_DOMAINS:  # a quantizer labels its weight
                 self._fold_shape_only(node, name)  # reads only weights too large to evaluate
-            else:
+            elif node.domain in ("", "ai.onnx"):
                 self.handlers[node.op_type](node, name)
+            else:
+                self._foreign(node, name)
         for info in graph.output:
             value = self.values.get(info.name)
             if isinstance(value, Activation):
                 self.builder.reshape(value.tensor, value.shape)
                 self.builder.output(value.tensor)
         return self.builder.build()
+
+    def _foreign(self, node: onnx.NodeProto, name: str) -> None:
+        """An onnxruntime or QONNX node: inputs that break its documented signature get one located message."""
+        handler = self.foreign_handlers[(node.domain, node.op_type)]
+        try:
+            handler(node, name)
+        except GraphError:
+            raise
+        except (KeyError, IndexError, ValueError, TypeError, ZeroDivisionError, AttributeError) as err:
+            raise self._error(
+                name, node, f"inputs or attributes do not match its documented signature ({type(err).__name__}: {err})"
+            ) from None
 
     def _check_supported(self) -> None:
         """Refuse the model before any work if a node is not supported, naming every unsupported op type."""
@@ -155,7 +189,7 @@ class OnnxImporter(QuantOps, MoreOps):
             if node.input and all(not n or n in constant for n in node.input):
                 constant.update(node.output)  # only reshapes or converts weights: never costed
                 continue
-            if node.domain not in ("", "ai.onnx") or node.op_type not in self.handlers:
+            if self._handler(node) is None:
                 unsupported.append((node.name or f"{node.op_type}_{index}", node.op_type, node.domain))
         if not unsupported:
             return
@@ -163,9 +197,11 @@ class OnnxImporter(QuantOps, MoreOps):
         in_domain = f" (domain {domain!r})" if domain not in ("", "ai.onnx") else ""
         others = sorted({o for _, o, _ in unsupported[1:]} - {op_type})
         also = f" (the model also uses unsupported {', '.join(others)})" if others else ""
+        foreign = f"domain {MS_DOMAIN!r}: {', '.join(FOREIGN_OP_TYPES[MS_DOMAIN])}"
+        qonnx = f"domains {', '.join(map(repr, QONNX_DOMAINS))}: {', '.join(QONNX_OPS)}"
         raise GraphError(
             f"{self.path}: node {name!r} has op type {op_type!r}{in_domain}, which the ONNX importer does not "
-            f"support{also}; supported op types: {', '.join(SUPPORTED_OP_TYPES)}",
+            f"support{also}; supported op types: {', '.join(SUPPORTED_OP_TYPES)}; {foreign}; {qonnx}",
             node=name,
         )
 

@@ -110,6 +110,22 @@ MORE_OTHER = (
 RNN_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 
 
+def lookup_attrs(table: Constant, out_shape: tuple[int, ...], elem_bytes: int) -> dict[str, object]:
+    """What an embedding look-up (a Gather from a weight table) reads: the rows it selects, not the table.
+
+    Each output element is one table element read. The cost models price its weight READ traffic through
+    Graph.read_numel, which scales the table by 'weight_read_fraction' (capped at 1: a row read twice is on
+    chip); the table's storage (Tensor.nbytes, the graph's weight bytes) stays whole. 'rows' and
+    'weight_read_bytes' (rows x row bytes for an axis-0 look-up) are the same figure, kept for callers.
+    """
+    width = PRECISION_BYTES[table.precision] if table.precision in PRECISION_BYTES else elem_bytes
+    return {
+        "rows": math.prod(out_shape) // max(1, math.prod(table.shape[1:])),
+        "weight_read_bytes": math.prod(out_shape) * width,
+        "weight_read_fraction": min(1.0, math.prod(out_shape) / math.prod(table.shape)),
+    }
+
+
 class MoreOps(GraphWalk):
     """Converters for the ops in this module's tables; OnnxImporter registers them."""
 
@@ -128,17 +144,9 @@ class MoreOps(GraphWalk):
         activations = [v for v in self._present_inputs(node) if isinstance(v, Activation)]
         out_shape = self._inferred_shape(node, name)
         weights = {"table": data.shape} if isinstance(data, Constant) and math.prod(data.shape) > 1 else None
-        attrs = {"fn": fn, "arity": len(activations)}
+        attrs: dict[str, object] = {"fn": fn, "arity": len(activations)}
         if fn == "gather" and weights and isinstance(data, Constant):
-            # An embedding look-up reads only the rows it selects, not the table: each output element is one
-            # table element read. The cost models price its weight READ traffic through Graph.read_numel, which
-            # scales the table by attrs['weight_read_fraction'] (capped at 1: a row read twice is on chip);
-            # the table's storage (Tensor.nbytes, the graph's weight bytes) stays whole. 'rows' and
-            # 'weight_read_bytes' (rows x row bytes for an axis-0 look-up) are the same figure, kept for callers.
-            attrs["rows"] = math.prod(out_shape) // max(1, math.prod(data.shape[1:]))
-            elem_bytes = PRECISION_BYTES[data.precision] if data.precision else self.elem_bytes
-            attrs["weight_read_bytes"] = math.prod(out_shape) * elem_bytes
-            attrs["weight_read_fraction"] = min(1.0, math.prod(out_shape) / math.prod(data.shape))
+            attrs.update(lookup_attrs(data, out_shape, self.elem_bytes))
         out = self.builder.add_op(
             name,
             OpKind.ELEMENTWISE,

@@ -9,6 +9,7 @@ and stores its weights at that precision's bytes, so the hardware models cost th
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,18 @@ QUANT_OPERANDS: dict[str, tuple[int, int, int]] = {
     "ConvInteger": (0, 1, -1),
     "MatMulInteger": (0, 1, -1),
 }
+
+
+def label_bytes(label: str) -> int:
+    """Bytes one value of a precision label takes in memory: the table's, else whole bytes of its bits.
+
+    Labels outside PRECISION_BYTES come from QONNX and MatMulNBits ('int3', 'uint6', 'bipolar'); like int4,
+    values narrower than a byte are stored one per byte (packing is a hardware-model concern).
+    """
+    if label in PRECISION_BYTES:
+        return PRECISION_BYTES[label]
+    digits = "".join(c for c in label if c.isdigit())
+    return max(1, math.ceil(int(digits) / 8)) if digits else 1
 
 
 class QuantOps(GraphWalk):
@@ -47,7 +60,10 @@ class QuantOps(GraphWalk):
         return quant_precision(self.elem_types.get(node.input[index], 0)) if index < len(node.input) else None
 
     def _record_precision(self, node: onnx.NodeProto, act_index: int, weight_index: int) -> None:
-        """Label the op just added with its operands' precisions; its weights take the weight's width."""
+        """Label the op just added with its operands' precisions; its weights take the weight's width.
+
+        A QONNX-quantized operand adds its bits, scale, signedness and the ap_fixed type holding it
+        (``weight_bits``, ``weight_scale``, ``weight_signed``, ``weight_fixed``; ``act_*`` for the input)."""
         act = self._value_precision(node, act_index)
         weight = self._value_precision(node, weight_index)
         if act is None and weight is None:
@@ -56,7 +72,15 @@ class QuantOps(GraphWalk):
         attrs = dict(op.attrs)
         attrs["precision"] = act or weight
         attrs["weight_precision"] = weight or act
+        for prefix, index in (("act", act_index), ("weight", weight_index)):
+            value = self._input(node, index)
+            quant = value.quant if isinstance(value, (Activation, Constant)) else None
+            if quant is not None:
+                attrs[f"{prefix}_bits"] = 1 if quant.bipolar else quant.bits
+                attrs[f"{prefix}_scale"] = quant.scale
+                attrs[f"{prefix}_signed"] = quant.signed or quant.bipolar
+                attrs[f"{prefix}_fixed"] = quant.fixed_point
         self.builder.ops[-1] = replace(op, attrs=attrs)
         if weight is not None:
             for tensor in op.weights:
-                self.builder.tensors[tensor] = replace(self.builder.tensors[tensor], elem_bytes=PRECISION_BYTES[weight])
+                self.builder.tensors[tensor] = replace(self.builder.tensors[tensor], elem_bytes=label_bytes(weight))

@@ -22,12 +22,40 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class QuantInfo:
+    """A value quantized by a QONNX/Brevitas quantizer: ``(q - zero_point) * scale`` with q a ``bits``-wide
+    integer (bipolar: +-1). ``scale`` is the largest of a per-channel scale's values."""
+
+    bits: int
+    signed: bool
+    scale: float
+    zero_point: float = 0.0
+    narrow: bool = False
+    bipolar: bool = False
+
+    @property
+    def label(self) -> str:
+        return "bipolar" if self.bipolar else f"{'int' if self.signed else 'uint'}{self.bits}"
+
+    @property
+    def fixed_point(self) -> tuple[int, int]:
+        """(width, integer bits) of the smallest signed ap_fixed holding every value: an unsigned value takes a
+        sign bit more; a power-of-two scale is exact, any other scale keeps the range."""
+        if self.bipolar:
+            return 2, 2
+        width = self.bits + (0 if self.signed else 1)
+        exponent = math.ceil(math.log2(self.scale)) if self.scale > 0 else 0
+        return width, width + exponent
+
+
+@dataclass(frozen=True)
 class Activation:
     """An ONNX value computed at run time: the IR tensor that holds it and its shape as ONNX sees it."""
 
     tensor: str
     shape: tuple[int, ...]
     precision: str | None = None  # a quantized value's precision (int8, int4, ...); None: the graph's
+    quant: QuantInfo | None = None  # set by a QONNX quantizer
 
 
 @dataclass
@@ -39,6 +67,7 @@ class Constant:
     proto: onnx.TensorProto | None = None
     array: np.ndarray | None = None
     precision: str | None = None
+    quant: QuantInfo | None = None
 
     def value(self) -> np.ndarray | None:
         if self.array is None and self.proto is not None:
@@ -51,6 +80,8 @@ class Constant:
 Value = Activation | Constant
 
 
+# Ops that only rename a weight's layout: the weight keeps its quantized precision through them.
+SHAPE_ONLY_VIEWS = ("Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
 # ONNX element types that mean a quantized value -> the precision the graph records for it.
 _QUANT_TYPES = {2: "int8", 3: "int8", 4: "int16", 5: "int16", 21: "int4", 22: "int4", 17: "fp8", 18: "fp8", 19: "fp8"}
 
@@ -173,7 +204,7 @@ class GraphWalk:
     def _view(self, node: onnx.NodeProto, name: str, source: Activation, shape: tuple[int, ...]) -> None:
         if math.prod(shape) != math.prod(source.shape):
             raise self._error(name, node, f"cannot view shape {source.shape} as {shape}")
-        self._bind(node, name, Activation(source.tensor, tuple(int(d) for d in shape), source.precision))
+        self._bind(node, name, replace(source, shape=tuple(int(d) for d in shape)))
 
     def _attrs(self, node: onnx.NodeProto) -> dict[str, Any]:
         from onnx import helper
@@ -192,14 +223,17 @@ class GraphWalk:
 
     def _fold_shape_only(self, node: onnx.NodeProto, name: str) -> None:
         """A node that reads only constants too large to evaluate (weights): its outputs stay constants."""
-        precision = None
+        precision, quant = None, None
         if node.op_type == "DequantizeLinear":
             precision = quant_precision(self.elem_types.get(node.input[0], 0))
+        elif node.op_type in SHAPE_ONLY_VIEWS:  # a view of a quantized weight keeps its precision
+            source = self._input(node, 0)
+            precision, quant = (source.precision, source.quant) if isinstance(source, Constant) else (None, None)
         for index, out in enumerate(node.output):
             if out:
                 shape = self._inferred_shape(node, name, index)
                 label = precision or quant_precision(self.elem_types.get(out, 0))
-                self.values[out] = Constant(out, shape, precision=label)
+                self.values[out] = Constant(out, shape, precision=label, quant=quant)
 
     def _constant_weights(self, constants: list[Constant]) -> dict[str, tuple[int, ...]]:
         """Non-scalar constant operands are parameters the hardware must hold: keep them as weights."""

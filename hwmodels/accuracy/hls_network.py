@@ -137,6 +137,10 @@ def _onnx_weights(path: Path, graph: Graph) -> dict[str, tuple[np.ndarray, np.nd
     nodes = {(n.name or f"{n.op_type}_{i}"): n for i, n in enumerate(model.graph.node)}
     if any(n.op_type == "BatchNormalization" for n in model.graph.node):
         raise ExportError(f"{path}: fold BatchNormalization into the convolutions before exporting", str(path))
+    producers = {out: n for n in model.graph.node for out in n.output}
+    for name, node in producers.items():
+        if node.op_type in QONNX_QUANTIZERS and node.input[0] in inits and name not in inits:
+            inits[name] = qonnx_quantized(node, [inits.get(i) for i in node.input])
     out = {}
     for op in graph.ops:
         if not (op.kind is OpKind.CONV or (op.kind is OpKind.MATMUL and op.weights)):
@@ -159,6 +163,33 @@ def _onnx_weights(path: Path, graph: Graph) -> dict[str, tuple[np.ndarray, np.nd
         bias = inits[b_name].astype(np.float32).reshape(-1) if b_name in inits else np.zeros(n_out, np.float32)
         out[op.name] = (kernel, bias)
     return out
+
+
+QONNX_QUANTIZERS = ("Quant", "BipolarQuant")
+
+
+def qonnx_quantized(node: Any, inputs: list[np.ndarray | None]) -> np.ndarray:
+    """A QONNX ``Quant``/``BipolarQuant`` of a weight, evaluated (QONNX docs/qonnx-custom-ops/quant_op.md):
+    ``(clip(round(x / scale + zero_point), min_int, max_int) - zero_point) * scale``; bipolar: ``sign(x) * scale``.
+    The exported layer then holds the values the model was trained with."""
+    import onnx
+
+    if any(a is None for a in inputs):
+        raise ExportError(f"quantizer {node.name!r}: its scale, zero point and bit width must be initializers")
+    x, scale = (np.asarray(a, dtype=np.float64) for a in inputs[:2])
+    if node.op_type == "BipolarQuant":
+        return (np.where(x >= 0, 1.0, -1.0) * scale).astype(np.float32)
+    zero_point, bits = float(np.asarray(inputs[2]).reshape(-1)[0]), int(np.asarray(inputs[3]).reshape(-1)[0])
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    signed, narrow = bool(attrs.get("signed", 1)), bool(attrs.get("narrow", 0))
+    low = -(2 ** (bits - 1)) + narrow if signed else 0
+    high = 2 ** (bits - 1) - 1 if signed else 2**bits - 1 - narrow
+    mode = attrs.get("rounding_mode", b"ROUND")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    rounding = {"ROUND": np.round, "CEIL": np.ceil, "FLOOR": np.floor, "ROUND_TO_ZERO": np.fix}.get(mode.upper())
+    if rounding is None:
+        raise ExportError(f"quantizer {node.name!r}: rounding_mode {mode!r} is not ROUND, CEIL, FLOOR or ROUND_TO_ZERO")
+    return ((np.clip(rounding(x / scale + zero_point), low, high) - zero_point) * scale).astype(np.float32)
 
 
 def layer_list(design: NetworkDesign, weights: dict[str, tuple[np.ndarray, np.ndarray]]):
