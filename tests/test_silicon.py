@@ -22,7 +22,8 @@ YEAR = re.compile(r"\b(19|20)\d\d\b")
 # (low, high) relative error of the model against the published figure, as measured when the band was set
 # (see the report of issue #28): a change to the area or energy model that moves a figure out of its band
 # must update the band on purpose. The 30 % target is not met on area: see benchmarks/silicon_compare.py.
-EYERISS_BANDS = {"area": (-0.90, -0.75), "power": (-0.45, -0.15)}
+# area: the per-PE scratchpads (0.5 KB each) and the RLC codecs have no area in the model yet; power: the target
+EYERISS_BANDS = {"area": (-0.75, -0.55), "power": (-0.30, 0.30)}
 
 
 @pytest.fixture(scope="module")

@@ -132,12 +132,19 @@ SRAM_ACCESS_FIXED_SHARE = Sourced(
     "scales with the bits read. An assumption until a CACTI run per width replaces it",
 )
 
+# TPU v4i's common memory (CMEM): 128 MiB of SRAM in 112 mm^2 of a 7 nm die (N. P. Jouppi et al., "Ten lessons
+# from three generations shaped Google's TPUv4i", ISCA 2021, Fig. 6, as AccelForge 1.0.467's tpu_v4i.yaml cites
+# it), against the catalog's 7 nm bitcell (0.027 um^2, IEDM 2016): 2**30 bits x 0.027e-6 mm^2 / 112 mm^2.
+CMEM_BITS, CMEM_MM2 = 2**30, 112.0
 SRAM_ARRAY_EFFICIENCY = Sourced(
-    0.6,
-    "bitcell area / macro area",
-    f"{UNVERIFIED}: midpoint of the 0.5-0.7 array efficiency of compiled SRAM macros given in the dse technology "
-    "brief; CACTI (N. Muralimanohar et al., CACTI 6.0, HP Labs HPL-2009-85, 2009) reports this 'area efficiency' "
-    "per array and is the tool to refine it",
+    CMEM_BITS * 0.027e-6 / CMEM_MM2,
+    "bitcell area / on-die buffer area",
+    "the share of an on-die SRAM buffer that is bitcells, periphery, banking and the buffer's wiring included: "
+    "TPU v4i's 128 MiB CMEM takes 112 mm^2 at 7 nm (Jouppi et al., ISCA 2021, Fig. 6; the figure AccelForge "
+    "1.0.467's tpu_v4i.yaml uses) over the 0.027 um^2 7 nm bitcell (Wu et al., IEDM 2016): 0.259. Cross-check, "
+    "not fitted: TPU v1's 24 MiB unified buffer (29 % of a <= 331 mm^2 28 nm die, Jouppi et al., ISCA 2017) over "
+    "the 0.127 um^2 28 nm bitcell gives 0.27. One figure for every capacity: CACTI (Muralimanohar et al., HPL-2009-85) "
+    "gives small arrays a lower efficiency still, so small buffers remain optimistic",
 )
 
 
@@ -208,10 +215,17 @@ DIE_OVERHEAD: dict[str, Sourced] = {
     ),
 }
 
+# TPU v4i's matrix unit: a 128 x 128 array of bf16 MACs takes 14 mm^2 at 7 nm (Jouppi et al., ISCA 2021, Fig. 6, as
+# AccelForge 1.0.467's tpu_v4i.yaml cites it): 854 um^2 per PE placed, against the catalog's 7 nm cell area of a
+# 16-bit floating-point PE (multiplier, fp32 adder, operand and partial-sum registers: 360.7 um^2).
+MXU_PE_UM2 = 14e6 / (128 * 128)
+MXU_PE_CELL_UM2 = 360.7
 LOGIC_UTILIZATION = Sourced(
-    0.7,
+    MXU_PE_CELL_UM2 / MXU_PE_UM2,
     "cell area / placed area",
-    f"{UNVERIFIED}: placement density of synthesized standard-cell logic (PEs, vector lanes): the synthesis "
-    "areas of Han & Dally (2017) count cells only, and placed-and-routed blocks are commonly 60-80 % utilised; "
-    "0.7 assumed, to be replaced by a published place-and-route figure",
+    "cell area of the synthesized arithmetic (Han & Dally 2017 areas, scaled) over the area a placed systolic array "
+    "takes per PE, operand wiring, clock tree and control in between: TPU v4i's 128x128 bf16 matrix unit is 14 mm^2 "
+    "at 7 nm (Jouppi et al., ISCA 2021, Fig. 6; AccelForge 1.0.467's tpu_v4i.yaml), 854 um^2 a PE, where the "
+    "catalog's 7 nm 16-bit float PE counts 360.7 um^2 of cells: 0.42 (the bf16 multiplier is a little smaller "
+    "than the fp16 one the catalog prices, so this leans dense). One figure for every node and width",
 )
