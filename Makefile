@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow test-all lint bench clean install
+.PHONY: demo test test-slow test-faults test-all lint bench clean install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PYTEST) -m slow
+
+# The fault-injection suite (tests/test_fault_injection.py): SIGKILLs at random moments, memory limits, lost
+# workers and full disks, injected into real dse processes; a few minutes, so CI runs it apart.
+test-faults: $(STAMP)
+	$(PYTEST) -m faults
 
 test-all: $(STAMP)
 	$(PYTEST) -m ''

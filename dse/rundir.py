@@ -16,33 +16,46 @@ from dse.files import is_disk_full
 from dse.spec import Spec, parse_spec
 from dse.store import STORE_FILE, Store, check_run_directory, reading_store
 
-__all__ = ["STORE_FILE", "DiskFull", "open_run", "open_store", "spec_of", "stops_when_disk_full"]
+__all__ = [
+    "NOTHING_HALF_WRITTEN",
+    "STORE_FILE",
+    "DiskFull",
+    "open_run",
+    "open_store",
+    "spec_of",
+    "stops_when_disk_full",
+]
 
 
 class DiskFull(UserError):
     """The disk filled during a run or a report: one line (exit 2) saying what is safe and how to go on."""
 
 
+NOTHING_HALF_WRITTEN = "no file was left half-written"
+
+
 @contextmanager
-def stops_when_disk_full(run_dir: Path) -> Iterator[None]:
+def stops_when_disk_full(run_dir: Path, left: str = NOTHING_HALF_WRITTEN, output: Path | None = None) -> Iterator[None]:
     """Turn 'no space left' (an OSError, or SQLite's 'database or disk is full') into DiskFull.
 
     Nothing is lost when that happens: every point is committed before it is counted (the failed
     transaction rolls back whole) and every output file is written atomically, so the old file or none
     is left, never half of one. The message says how many points the store holds and that the same
-    command resumes from them once space is freed."""
+    command resumes from them once space is freed; ``left`` says what became of the command's own output
+    (a command that writes a folder, as ``dse export`` does, removes the partial one) and ``output`` is what
+    the message names when the error names no file."""
     try:
         yield
     except (OSError, sqlite3.OperationalError) as exc:
         if not is_disk_full(exc):
             raise
         store_path = Path(run_dir) / STORE_FILE
-        where = getattr(exc, "filename", None) or store_path
+        where = getattr(exc, "filename", None) or output or store_path
         stored = stored_points(store_path)
         kept = "every point evaluated so far is" if stored is None else f"{stored} point(s) are"
         raise DiskFull(
-            f"no space left on the device while writing {where}; {kept} stored in {store_path} and no file was "
-            "left half-written. Free some space and run the same command again: it resumes from the store",
+            f"no space left on the device while writing {where}; {kept} stored in {store_path} and {left}. "
+            "Free some space and run the same command again: it resumes from the store",
             where=str(run_dir),
         ) from None
 

@@ -37,6 +37,7 @@ INTEGRATION_MODULES = frozenset(
         "test_describe",
         "test_explore",
         "test_export",
+        "test_fault_injection",
         "test_faults",
         "test_fuzz_inputs",
         "test_fuzz_onnx",
