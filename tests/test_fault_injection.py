@@ -31,6 +31,7 @@ from pathlib import Path
 import pandas as pd
 import psutil
 import pytest
+from faultinject.faulty_mapper import CRASHED, OUT_OF_MEMORY, RAISED, injected_fault
 from test_interrupt import FPGA_SPEC, SWEEP_SPEC
 
 from dse.errors import EXIT_USER_ERROR
@@ -46,8 +47,6 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parent.parent
 INJECTOR = Path(__file__).resolve().parent / "faultinject"
-sys.path.insert(0, str(INJECTOR))
-from faulty_mapper import CRASHED, OUT_OF_MEMORY, RAISED, injected_fault  # noqa: E402
 
 TAG = "DSE_FAULT_RUN_TAG"  # every process of one run inherits it: how the suite finds orphans
 SECONDS_FOR_WORKERS_TO_END = 15.0
