@@ -137,7 +137,8 @@ def one_located_line(err: str, where: Path) -> str:
 
 # -- SIGKILL at random moments, then resume --------------------------------------------------------------
 
-KILL_POINTS = 600
+KILL_POINTS = 1000
+MAX_POINTS_PER_KILL = 40
 KILL_SEED = 33
 # (executor, moment): "start" a random time after launch (imports, pool start, store, sweep);
 # "sweep" after a random number of new stored points; "outputs" a random time into a run whose points are
@@ -147,15 +148,19 @@ OUTPUT_KILLS = [("local", "outputs")] * 2 + [("dask", "outputs")] * 2
 
 
 def kill_at(moment: str, process: subprocess.Popen, run: Path, rng: random.Random) -> bool:
-    """Wait for ``moment``, SIGKILL the explorer; False when it ended first (nothing was killed)."""
+    """Wait for ``moment``, SIGKILL the explorer; False when it ended first (nothing was killed).
+
+    No kill lets more than MAX_POINTS_PER_KILL new points be stored, so on a machine of any speed the
+    sweep outlasts the kills (KILLS x MAX_POINTS_PER_KILL < KILL_POINTS)."""
+    cap = live_count(run) + MAX_POINTS_PER_KILL
     if moment == "sweep":
-        target = live_count(run) + rng.randint(1, 60)
-        deadline = time.monotonic() + 300
-        while live_count(run) < target and process.poll() is None:
-            assert time.monotonic() < deadline, "the sweep made no progress"
-            time.sleep(0.02)
+        target, seconds = live_count(run) + rng.randint(1, MAX_POINTS_PER_KILL), 300.0
     else:
-        time.sleep(rng.uniform(0.2, 4.0) if moment == "start" else rng.uniform(0.5, 8.0))
+        target, seconds = cap, rng.uniform(0.2, 4.0) if moment == "start" else rng.uniform(0.5, 8.0)
+    deadline = time.monotonic() + seconds
+    while live_count(run) < target and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.02)
+    assert moment != "sweep" or process.poll() is not None or live_count(run) >= target, "no progress in 300 s"
     if process.poll() is not None:
         return False
     process.kill()
@@ -167,6 +172,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text(SWEEP_SPEC.replace("budget: 4000", f"budget: {KILL_POINTS}"))
     run = tmp_path / "run"
+    assert len(KILLS) * MAX_POINTS_PER_KILL < KILL_POINTS  # the sweep outlasts the kills
     rng = random.Random(KILL_SEED)
     schedule = rng.sample(KILLS, len(KILLS))
     kills, before = 0, 0
