@@ -140,6 +140,8 @@ def failures_by_type(points: pd.DataFrame) -> str:
     """'RuntimeError x3, MemoryError x1': the failed points counted by the exception type their reason starts
     with, most frequent first; empty when no point failed."""
     failed = points[points["status"] == "failed"]
+    if failed.empty:
+        return ""
     reasons = failed["reason"].fillna("").str.split(":").str[0].value_counts()
     return ", ".join(f"{name} x{count}" for name, count in reasons.items())
 
