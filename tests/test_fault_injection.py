@@ -141,10 +141,12 @@ KILL_POINTS = 1000
 MAX_POINTS_PER_KILL = 40
 KILL_SEED = 33
 # (executor, moment): "start" a random time after launch (imports, pool start, store, sweep);
-# "sweep" after a random number of new stored points; "outputs" a random time into a run whose points are
-# all stored (answering from the store, writing points, front and report)
-KILLS = [("local", "start")] * 4 + [("dask", "start")] * 2 + [("local", "sweep")] * 10 + [("dask", "sweep")] * 3
-OUTPUT_KILLS = [("local", "outputs")] * 2 + [("dask", "outputs")] * 2
+# "sweep" after a random number of new stored points; both always find the explorer running (KILLS x
+# MAX_POINTS_PER_KILL < KILL_POINTS), so these 20 kills happen on a machine of any speed. "outputs": a random
+# time into a run whose points are all stored (answering from the store, writing points, front and report),
+# killed when it has not ended by then
+KILLS = [("local", "start")] * 4 + [("dask", "start")] * 2 + [("local", "sweep")] * 11 + [("dask", "sweep")] * 3
+OUTPUT_KILLS = [("local", "outputs"), ("dask", "outputs")]
 
 
 def kill_at(moment: str, process: subprocess.Popen, run: Path, rng: random.Random) -> bool:
