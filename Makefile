@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DOCS_STAMP := $(VENV)/.installed-docs
 
-.PHONY: demo test test-slow test-all test-docs docs lint bench clean install
+.PHONY: demo test test-slow test-faults test-all test-docs docs lint bench clean install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ test: $(DOCS_STAMP)
 
 test-slow: $(STAMP)
 	$(PYTEST) -m slow
+
+# The fault-injection suite (tests/test_fault_injection.py): SIGKILLs at random moments, memory limits, lost
+# workers and full disks, injected into real dse processes; a few minutes, so CI runs it apart.
+test-faults: $(STAMP)
+	$(PYTEST) -m faults
 
 test-all: $(DOCS_STAMP)
 	$(PYTEST) -m ''

@@ -18,6 +18,7 @@ from dse.errors import UserError
 from dse.evaluators import prepare_run
 from dse.explore import explore
 from dse.files import atomic_write
+from dse.finish import failures_by_type
 from dse.recover import recover_run
 from dse.registry import families, mapper_option_names
 from dse.runs import list_runs, rebuild_report
@@ -39,6 +40,11 @@ def cmd_explore(args: argparse.Namespace) -> int:
         f"{spec.name}: {len(result.points)} points ({result.evaluated} evaluated, {result.reused} from the store, "
         f"{result.failed} failed), {len(front)} on the Pareto front, {result.seconds:.1f} s"
     )
+    if result.failed:
+        print(
+            f"{result.failed} point(s) failed ({failures_by_type(result.points)}): each with its reason in "
+            f"{out / 'points.csv'} and the report's Failed points table"
+        )
     print(f"wrote {out / 'points.parquet'}, {out / 'pareto.csv'}, {out / 'report.html'}")
     return 0
 

@@ -33,7 +33,7 @@ from dse.files import atomic_write
 from dse.graph import PRECISION_BYTES, Graph
 from dse.pareto import knee_point_id
 from dse.registry import FAMILIES, GPU_KIND, family, make_mapper
-from dse.rundir import open_run
+from dse.rundir import open_run, stops_when_disk_full
 from dse.session import build_graph
 from hwmodels.catalogs.gpu import NODES, UnknownGpuError, canonical_baseline_name, get_gpu
 from hwmodels.catalogs.gpu_tuning import energy_source
@@ -476,8 +476,9 @@ def format_table(summary: pd.DataFrame) -> str:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     baselines = [b for part in (args.baselines or []) for b in part.split(",") if b.strip()] or None
-    comparison = compare_dir(Path(args.run_dir), baselines)
-    paths = write_comparison(Path(args.run_dir), comparison)
+    with stops_when_disk_full(Path(args.run_dir)):  # the one full-disk message explore and report give
+        comparison = compare_dir(Path(args.run_dir), baselines)
+        paths = write_comparison(Path(args.run_dir), comparison)
     print(f"{comparison.workload}: Pareto designs vs GPUs (G = GPU, D = design; ratios to the best GPU)")
     print(format_table(comparison.summary))
     for note in comparison.notes:

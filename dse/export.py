@@ -30,7 +30,7 @@ from dse.files import atomic_write_text
 from dse.graph import Graph
 from dse.hls4ml_project import build_model, csim_accuracy, csim_check, hls_config
 from dse.registry import HLS4ML, family, kinds_exporting
-from dse.rundir import STORE_FILE, open_run, open_store
+from dse.rundir import STORE_FILE, open_run, open_store, stops_when_disk_full
 from dse.session import build_evaluator
 from hwmodels.accuracy.hls_network import WEIGHT_SEED, ExportError, layer_list, model_weights
 from hwmodels.catalogs.fpga import HLS_REPORT_KEYS
@@ -58,7 +58,9 @@ SYNTH_COMMANDS = {
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    report = export_point(args.run_dir, args.point, args.output, backend=args.backend, csim=args.csim)
+    removed = f"the partial project in {args.output} was removed"  # by export_point, as on Ctrl-C
+    with stops_when_disk_full(args.run_dir, left=removed, output=args.output):  # explore's one full-disk message
+        report = export_point(args.run_dir, args.point, args.output, backend=args.backend, csim=args.csim)
     print(f"wrote {args.output / PROJECT_DIR} ({args.backend}); see {args.output / 'README.md'}")
     if "csim" in report:
         c = report["csim"]
@@ -275,7 +277,7 @@ def ingest_report(out: Path) -> dict[str, Any]:
     run_dir = Path(meta["run_dir"])
     if not (run_dir / STORE_FILE).is_file():
         raise ExportError(f"the run {run_dir} named in {meta_file} has no {STORE_FILE}", where=str(meta_file))
-    with open_store(run_dir) as store:
+    with stops_when_disk_full(run_dir), open_store(run_dir) as store:
         store.put_synthesis(meta["point_id"], meta["backend"], report, meta["predicted"])
     return {
         "point_id": meta["point_id"],

@@ -148,16 +148,25 @@ def parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def failures_by_type(points: pd.DataFrame) -> str:
+    """'RuntimeError x3, MemoryError x1': the failed points counted by the exception type their reason starts
+    with, most frequent first; empty when no point failed."""
+    failed = points[points["status"] == "failed"]
+    if failed.empty:
+        return ""
+    reasons = failed["reason"].fillna("").str.split(":").str[0].value_counts()
+    return ", ".join(f"{name} x{count}" for name, count in reasons.items())
+
+
 def run_notes(points: pd.DataFrame, counts: SweepCounts) -> list[str]:
     """The report's lines on what this run did and why points failed."""
     notes = [
         f"strategy {counts.strategy}, budget {counts.budget}: {counts.evaluated} evaluated in this run, "
         f"{counts.reused} answered from the store, {counts.failed} failed"
     ]
-    failed = points[points["status"] == "failed"]
-    if not failed.empty:
-        reasons = failed["reason"].fillna("").str.split(":").str[0].value_counts()
-        notes.append("failures by type: " + ", ".join(f"{name} x{count}" for name, count in reasons.items()))
+    failures = failures_by_type(points)
+    if failures:
+        notes.append(f"failures by type: {failures}")
     if not points.empty and not points["feasible"].any():
         notes.append("no evaluated point satisfies every constraint; the Pareto front is empty")
     return notes

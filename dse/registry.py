@@ -152,6 +152,16 @@ def family(kind: str) -> Family:
     return FAMILIES[kind]
 
 
+def register_mapper(kind: str, name: str, factory: Callable[..., Mapper]) -> None:
+    """Add a mapper of one's own (a plug-in, a test's fault injector) to family ``kind``: a spec then names it
+    as ``template.mapper`` and its dataclass fields are its ``mapper_options``. Every process that evaluates
+    points must register it (pool and Dask workers rebuild their mapper from the registry by name)."""
+    mappers = family(kind).mappers
+    if name in mappers and mappers[name] is not factory:
+        raise ValueError(f"template {kind!r} already has a mapper {name!r}")
+    mappers[name] = factory
+
+
 def layer_baseline(kind: str, truth_mapper: str | None) -> str | None:
     """The cheap mapper whose layers the layer-level surrogate corrects toward ``truth_mapper`` (the family's
     default when None), or None when that mapper has none."""

@@ -16,35 +16,66 @@ from dse.files import is_disk_full
 from dse.spec import Spec, parse_spec
 from dse.store import STORE_FILE, Store, check_run_directory, reading_store
 
-__all__ = ["STORE_FILE", "DiskFull", "open_run", "open_store", "spec_of", "stops_when_disk_full"]
+__all__ = [
+    "NOTHING_HALF_WRITTEN",
+    "STORE_FILE",
+    "DiskFull",
+    "OutOfMemory",
+    "open_run",
+    "open_store",
+    "spec_of",
+    "stops_when_disk_full",
+]
 
 
 class DiskFull(UserError):
     """The disk filled during a run or a report: one line (exit 2) saying what is safe and how to go on."""
 
 
+class OutOfMemory(UserError):
+    """The dse process itself ran out of memory (a worker's MemoryError fails only its point): one line, exit 2."""
+
+
+NOTHING_HALF_WRITTEN = "no file was left half-written"
+
+
 @contextmanager
-def stops_when_disk_full(run_dir: Path) -> Iterator[None]:
-    """Turn 'no space left' (an OSError, or SQLite's 'database or disk is full') into DiskFull.
+def stops_when_disk_full(run_dir: Path, left: str = NOTHING_HALF_WRITTEN, output: Path | None = None) -> Iterator[None]:
+    """Turn 'no space left' (an OSError, or SQLite's 'database or disk is full') into DiskFull, and a
+    MemoryError of this process into OutOfMemory: the two resources a run may exhaust, each one located line.
 
     Nothing is lost when that happens: every point is committed before it is counted (the failed
     transaction rolls back whole) and every output file is written atomically, so the old file or none
     is left, never half of one. The message says how many points the store holds and that the same
-    command resumes from them once space is freed."""
+    command resumes from them once space is freed; ``left`` says what became of the command's own output
+    (a command that writes a folder, as ``dse export`` does, removes the partial one) and ``output`` is what
+    the message names when the error names no file."""
+    store_path = Path(run_dir) / STORE_FILE
     try:
         yield
+    except MemoryError:  # raised in this process, not in a worker (there it is the point's failure reason)
+        raise OutOfMemory(
+            f"out of memory (this dse process reached its memory limit: ulimit -v, a container's limit or the "
+            f"machine's memory); {stored_line(store_path)} and {left}. Free some memory or raise the limit and run "
+            "the same command again: it resumes from the store",
+            where=str(run_dir),
+        ) from None
     except (OSError, sqlite3.OperationalError) as exc:
         if not is_disk_full(exc):
             raise
-        store_path = Path(run_dir) / STORE_FILE
-        where = getattr(exc, "filename", None) or store_path
-        stored = stored_points(store_path)
-        kept = "every point evaluated so far is" if stored is None else f"{stored} point(s) are"
+        where = getattr(exc, "filename", None) or output or store_path
         raise DiskFull(
-            f"no space left on the device while writing {where}; {kept} stored in {store_path} and no file was "
-            "left half-written. Free some space and run the same command again: it resumes from the store",
+            f"no space left on the device while writing {where}; {stored_line(store_path)} and {left}. "
+            "Free some space and run the same command again: it resumes from the store",
             where=str(run_dir),
         ) from None
+
+
+def stored_line(store_path: Path) -> str:
+    """'N point(s) are stored in STORE' (counted on a connection of its own), for the messages above."""
+    stored = stored_points(store_path)
+    kept = "every point evaluated so far is" if stored is None else f"{stored} point(s) are"
+    return f"{kept} stored in {store_path}"
 
 
 def stored_points(store_path: Path) -> int | None:

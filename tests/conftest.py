@@ -39,6 +39,7 @@ INTEGRATION_MODULES = frozenset(
         "test_docs_pages",
         "test_explore",
         "test_export",
+        "test_fault_injection",
         "test_faults",
         "test_fuzz_inputs",
         "test_fuzz_onnx",

@@ -341,3 +341,22 @@ def test_disk_full_in_any_other_command_is_one_line(
     err = one_error_line(capsys)
     assert f"no space left on the device while writing {layers}" in err and "same command" in err, err
     assert not layers.exists() and not [p for p in tmp_path.iterdir() if PARTIAL_MARK in p.name]
+
+
+def test_out_of_memory_in_the_explorer_is_one_line_and_keeps_the_store(
+    good_run: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A MemoryError of the explorer's own process (a worker's fails only its point: tests/test_fault_injection.py)."""
+    spec, run = good_run
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    before = (copy / "points.parquet").read_bytes()
+
+    def out_of_memory(path: str | Path, write: Callable[[Path], object]) -> Path:
+        raise MemoryError()
+
+    monkeypatch.setattr(dse_finish, "atomic_write", out_of_memory)
+    assert main(["explore", str(spec), "-o", str(copy), "-q", "--executor", "serial"]) == EXIT_USER_ERROR
+    err = one_error_line(capsys)
+    assert err.startswith(f"dse: error: {copy}: out of memory") and "300 point(s) are stored" in err, err
+    assert "same command" in err and (copy / "points.parquet").read_bytes() == before
