@@ -12,6 +12,9 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from dse.graph import Op
 from hwmodels.base import LayerMetrics, Metrics, design_figures, graph_batch
@@ -24,7 +27,7 @@ from mappers.payloads import FoldPlan, TiledPlan
 from templates.systolic import SystolicArch
 
 
-def _tensor_words(op: Op, mapping: Mapping) -> tuple[float, float]:
+def vector_tensor_words(op: Op, mapping: Mapping) -> tuple[float, float]:
     """DRAM words an op on the vector unit reads and writes; resident inputs come from on chip, a look-up
     reads only its rows of a weight table (``Graph.read_numel``)."""
     graph = mapping.graph
@@ -259,7 +262,7 @@ def _fold_core(
         sparse = plan.sparse
         sparse_extra: dict = {}
         if sparse is not None:
-            rd, sram_rd, sram_wr, sparse_extra = _sparse_charges(
+            rd, sram_rd, sram_wr, sparse_extra = sparse_charges(
                 sparse, cost, prices, wb, rd, sram_rd, sram_wr, breakdown
             )
         compute = float(cost.compute_cycles)
@@ -279,7 +282,7 @@ def _fold_core(
             **_pe_utilization(gemm, plan.dense_shape_gemm, arch),
         }
     else:
-        busy, rd_words, wr_words = vector_op_cost(op, arch, _tensor_words(op, mapping))
+        busy, rd_words, wr_words = vector_op_cost(op, arch, vector_tensor_words(op, mapping))
         cycles = busy
         compute = float(math.ceil(op.flops / arch.vector_lanes)) if op.flops else 0.0
         stall = cycles - compute
@@ -301,7 +304,7 @@ def _fold_core(
     )
 
 
-def _sparse_charges(
+def sparse_charges(
     low: SparseLowering, cost, prices: Prices, wb: int, rd: float, sram_rd: float, sram_wr: float, breakdown: dict
 ) -> tuple[float, float, float, dict]:
     """A sparse op's MAC energy (gated / skipped / decoded) and its filter's format: every filter word the
@@ -313,7 +316,7 @@ def _sparse_charges(
     breakdown["mac"] = sparse_mac_energy_pj(low, prices.e_mac)
     breakdown["sram"] += (sram_read_delta + dram_delta) * prices.e_sram["filter"]
     # the delta is negative where a format stores less than the streamed words (optimized mapping's padding)
-    breakdown["dram"] += math.copysign(prices.tech.dram_energy_pj(abs(dram_delta)), dram_delta)
+    breakdown["dram"] += signed_dram_energy_pj(prices, dram_delta)
     extra = {
         "sparsity": low.pattern.label,
         "sparse_mac": low.mode,
@@ -323,6 +326,13 @@ def _sparse_charges(
         "filter_dram_bytes": cost.filter_dram_reads * per_word,
     }
     return rd + dram_delta, sram_rd + sram_read_delta, sram_wr + dram_delta, extra
+
+
+def signed_dram_energy_pj(prices: Prices, nbytes: Any) -> Any:
+    """DRAM energy of ``nbytes`` that may be negative (bytes a format saves): numbers or numpy columns."""
+    if isinstance(nbytes, np.ndarray):
+        return np.copysign(prices.tech.dram_energy_pj(np.abs(nbytes)), nbytes)
+    return math.copysign(prices.tech.dram_energy_pj(abs(nbytes)), nbytes)
 
 
 def _tiled_core(op: Op, om: OpMapping, plan: TiledPlan, arch: SystolicArch, prices: Prices) -> _LayerCore:
