@@ -19,8 +19,6 @@ from hwmodels.systolic.memory import (
     SETS_PER_BUFFER,
     OfmapWriteProfile,
     calc_ofmap_tail,
-    epoch_words,
-    filter_dram_reads,
 )
 from hwmodels.systolic.scalesim_calc import calc_dram_reads_of
 from hwmodels.systolic.user_mode import user_mode_traffic_of
@@ -129,8 +127,7 @@ def gemm_cost_arrays(
     elif exact:
         if_reads = if_reads * _pattern_share(s)
         if dataflow == "os":
-            exact_f = _per_distinct_pair(s, dataflow, design, _os_filter_reads, 1)[0]
-            f_reads = np.where(approximate, exact_f, f_reads)
+            f_reads = np.where(approximate, _os_filter_walk(s, cols, rf, cf, epoch_f), f_reads)
     bw = words_per_cycle
 
     def fill(reads: np.ndarray, epoch: np.ndarray, per_set: np.ndarray, first: np.ndarray | float) -> np.ndarray:
@@ -292,10 +289,33 @@ def _calc_reads(gemm: LoweredGemm, dataflow: str, design: tuple) -> tuple[float,
     return calc_dram_reads_of(gemm, int(rows), int(cols), dataflow, int(words_if), int(words_f))
 
 
-def _os_filter_reads(gemm: LoweredGemm, dataflow: str, design: tuple) -> tuple[float]:
-    """The os filter's epoch walk over its column folds (``memory.filter_dram_reads``)."""
-    rows, cols, _, words_f, _ = design
-    return (float(filter_dram_reads(gemm, dataflow, int(rows), int(cols), epoch_words(int(words_f), 1))),)
+def _os_filter_walk(s: GemmShapes, cols: np.ndarray, rf: np.ndarray, cf: np.ndarray, epoch: np.ndarray) -> np.ndarray:
+    """``memory.filter_dram_reads`` under os, exactly, without walking the column folds one by one.
+
+    The walk fetches, per column fold, a block of b = K x width words ``rf`` times (``repeated_block_fetches``).
+    With b < W and rf > 1 only the phase p = (words fetched so far) mod W matters: a block fetches b and moves
+    p to p + b while p + b < W; otherwise it re-fetches the W - p words before the boundary and p becomes b.
+    From p = 0 the first j* + 1 blocks (j* = ceil(W / b) - 1) fetch W + b, and every later j* blocks W.
+    The full folds follow that cycle; the last (narrower) fold starts from the phase they leave.
+    """
+    k, n = s.k, s.n
+    full, last = k * cols, k * (n - (cf - 1) * cols)
+    steps = cf - 1  # full column folds before the last
+    repeated = rf > 1
+    # the full folds: thrashing (b >= W) or a single row fold fetch every block rf times / once
+    plain = np.where(repeated, full * rf, full) * steps
+    cycle = np.maximum(1.0, np.ceil(epoch / full) - 1)  # j*
+    later = np.maximum(0.0, steps - (cycle + 1))
+    rest = np.mod(later, cycle)
+    cycled = np.where(steps <= cycle, steps * full, epoch + full + np.floor_divide(later, cycle) * epoch + rest * full)
+    phase_cycled = np.where(steps <= cycle, steps * full, (rest + 1) * full)
+    walked = repeated & (full < epoch)
+    fetched = np.where(walked, cycled, plain)
+    phase = np.where(walked & (steps > 0), phase_cycled, np.mod(fetched, epoch))
+    last_got = np.where(
+        ~repeated, last, np.where(last >= epoch, last * rf, last + np.where(phase + last >= epoch, epoch - phase, 0.0))
+    )
+    return fetched + last_got
 
 
 def _user_walk(gemm: LoweredGemm, dataflow: str, design: tuple) -> tuple[float, float, float, float]:
