@@ -28,6 +28,16 @@ def random_archs(n: int, seed: int, dram_modes: tuple[str, ...] = DRAM_MODES) ->
     template = SystolicTemplate()
     archs: list[SystolicArch] = []
     while len(archs) < n:
+        try:
+            archs.append(template.instantiate(random_point(rng, dram_modes)))
+        except TemplateError:
+            continue
+    return archs
+
+
+def random_point(rng: random.Random, dram_modes: tuple[str, ...] = DRAM_MODES) -> dict:
+    """One point over every template axis; some the template refuses (too small SRAMs, bad sparse options)."""
+    if True:
         p = {
             "rows": rng.choice([1, 2, 4, 8, 12, 16, 32, 48, 64, 128]),
             "cols": rng.choice([1, 2, 4, 8, 16, 24, 32, 64, 128]),
@@ -57,11 +67,35 @@ def random_archs(n: int, seed: int, dram_modes: tuple[str, ...] = DRAM_MODES) ->
         if rng.random() < 0.3:
             p["width_multiplier"] = rng.choice([0.5, 1.25])
             p["round_channels"] = rng.random() < 0.5
+        refusal = rng.random()
+        if refusal < 0.03:  # individual sizes beside a total, or beside a unified scratchpad
+            p["ifmap_sram_kib"] = 8.0
+        elif refusal < 0.06:
+            p["sparsity_optimized_mapping"] = True  # refused under os/is, or with a block above rows
+            p["sparsity_block_size"] = rng.choice([2, 6, 16])
+        elif refusal < 0.08:
+            p["tech"] = "asic-1nm-unlisted"
+        elif refusal < 0.1:
+            p["sparse_pattern"] = "5:4"
+    return p
+
+
+def test_instantiate_columns_equals_instantiate():
+    """The batch instantiation gives every field ``instantiate`` gives, and refuses exactly what it refuses."""
+    rng = random.Random(3)
+    points = [random_point(rng) for _ in range(400)]
+    columns, accepted = SystolicTemplate().instantiate_columns(points, {"tech": "asic-16nm"})
+    refused = 0
+    for i, point in enumerate(points):
         try:
-            archs.append(template.instantiate(p))
+            arch = SystolicTemplate().instantiate({"tech": "asic-16nm", **point})
         except TemplateError:
+            assert not accepted[i], point
+            refused += 1
             continue
-    return archs
+        assert accepted[i], point
+        assert DesignColumns(columns).arch(i) == arch, point
+    assert 10 < refused < 200
 
 
 def assert_equal_to_scalar(graph: Graph, archs: list[SystolicArch]) -> int:
@@ -87,7 +121,8 @@ def test_array_evaluation_equals_the_scalar_model_on_random_designs():
     """The default suite's share: shared DRAM on a small CNN (3x3 and strided convs, a classifier, pools and
     adds, fused activations) over every other axis, and a few USER/CALC designs."""
     graph = build("small_cnn")
-    archs = random_archs(80, seed=1, dram_modes=("shared",)) + random_archs(8, seed=2)
+    archs = random_archs(80, seed=1, dram_modes=("shared",))
+    archs += random_archs(4, seed=2, dram_modes=("per_operand",)) + random_archs(4, seed=3, dram_modes=("unlimited",))
     assert {a.dram_mode for a in archs} == set(DRAM_MODES)
     assert any(a.sparsity_support for a in archs) and any(a.round_channels for a in archs)
     assert assert_equal_to_scalar(graph, archs) > 80 * 15
