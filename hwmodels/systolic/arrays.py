@@ -16,6 +16,7 @@ rows are not produced: the scalar path gives them for the few designs anybody lo
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
@@ -32,7 +33,7 @@ from hwmodels.systolic.sparse import SparseLowering
 from mappers.base import Mapping
 from mappers.payloads import FoldPlan
 from mappers.systolic.fold import SystolicFoldMapper
-from templates.systolic import SystolicArch, dram_words_per_cycle
+from templates.systolic import SystolicArch, SystolicTemplate, dram_words_per_cycle
 
 # The SystolicArch fields that vary inside a group, as numpy columns; every other field is one value per group.
 NUMERIC_FIELDS = (
@@ -108,12 +109,18 @@ def _groups(designs: DesignColumns) -> list[np.ndarray]:
     """Indices of the designs that share a mapping and a code path, one array per group (in order of the
     first member)."""
     n = len(designs)
+    if n == 0:
+        return []
     code = np.zeros(n, dtype=np.int64)
     for name, column in designs.columns.items():
         if name in NUMERIC_FIELDS:
             continue
-        _, inverse = np.unique(column.astype(str), return_inverse=True)
-        code = code * (int(inverse.max()) + 1 if n else 1) + inverse
+        values = column.tolist()
+        distinct = {value: i for i, value in enumerate(dict.fromkeys(values))}
+        if len(distinct) == 1:
+            continue
+        inverse = np.fromiter(map(distinct.__getitem__, values), dtype=np.int64, count=n)
+        code = code * len(distinct) + inverse
         code = np.unique(code, return_inverse=True)[1]  # keep the mixed radix small
     # round_channels rounds hidden widths to a multiple of cols: the graph differs per cols
     rounds = designs.columns["round_channels"].astype(bool)
@@ -145,6 +152,7 @@ class _VectorLayers:
     reads: np.ndarray
     writes: np.ndarray
     fused: np.ndarray
+    multiplicity: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -164,7 +172,7 @@ class _MappedGroup:
         written: list[bool] = []
         lowerings: list[SparseLowering | None] = []
         counts: list[int] = []
-        flops, reads, writes, fused = [], [], [], []
+        vector_ops: Counter[tuple] = Counter()  # (flops, words read, words written, fused) -> occurrences
         ops = {op.name: op for op in mapping.graph.ops}
         for name in mapping.order:
             om, op = mapping.ops[name], ops[name]
@@ -180,10 +188,7 @@ class _MappedGroup:
                 counts[distinct[key]] += 1
             else:
                 words = vector_tensor_words(op, mapping)
-                flops.append(op.flops)
-                reads.append(words[0])
-                writes.append(words[1])
-                fused.append(bool(plan.fused_into))
+                vector_ops[(op.flops, *words, bool(plan.fused_into))] += 1
         array = None
         if gemms:
             array = _ArrayLayers(
@@ -193,9 +198,14 @@ class _MappedGroup:
                 tuple(lowerings),
             )
         vector = None
-        if flops:
+        if vector_ops:
+            flops, reads, writes, fused = (np.array(x) for x in zip(*vector_ops))
             vector = _VectorLayers(
-                np.array(flops, dtype=float), np.array(reads), np.array(writes), np.array(fused, dtype=bool)
+                flops.astype(float),
+                reads.astype(float),
+                writes.astype(float),
+                fused.astype(bool),
+                np.array(list(vector_ops.values()), dtype=float),
             )
         return cls(arch, array, vector, graph_batch(mapping.graph))
 
@@ -271,7 +281,8 @@ class _MappedGroup:
         sram_rd = (cost.ifmap_sram_reads + cost.filter_sram_reads + cost.ofmap_dram_writes) * wb
         sram_wr = (cost.ofmap_sram_writes + cost.ifmap_dram_reads + cost.filter_dram_reads) * wb
         breakdown = gemm_energy_pj(cost, layers.macs, prices, wb)
-        breakdown = {k: np.array(np.broadcast_to(v, cycles.shape)) for k, v in breakdown.items()}
+        if any(low is not None for low in layers.sparse):  # written column by column below
+            breakdown = {k: np.array(np.broadcast_to(v, cycles.shape)) for k, v in breakdown.items()}
         for j, low in enumerate(layers.sparse):
             if low is None:
                 continue
@@ -288,11 +299,11 @@ class _MappedGroup:
         util = np.divide(layers.macs, peak * cycles, out=np.zeros(cycles.shape), where=cycles != 0)
         times = layers.multiplicity
         for part in ENERGY_PARTS:
-            totals[part] += (breakdown[part] * times).sum(axis=1, keepdims=True)
-        sums["cycles"] += (cycles * times).sum(axis=1, keepdims=True)
-        sums["macs"] += float((layers.macs * times).sum())
-        sums["mac_cycles"] += (util * layers.macs * times).sum(axis=1, keepdims=True)
-        sums["dram_bytes"] += ((rd + wr) * times).sum(axis=1, keepdims=True)
+            totals[part] += _weighted_sum(breakdown[part], times, cycles.shape)
+        sums["cycles"] += _weighted_sum(cycles, times, cycles.shape)
+        sums["macs"] += float(layers.macs @ times)
+        sums["mac_cycles"] += _weighted_sum(util * layers.macs, times, cycles.shape)
+        sums["dram_bytes"] += _weighted_sum(rd + wr, times, cycles.shape)
 
     def _vector_layers(self, arch, prices: Prices, bw, cycle_s, leak_w, totals: dict, sums: dict) -> None:  # noqa: ANN001
         """The vector ops: ``SystolicModel._fold_core``'s vector branch for every (design, op) pair."""
@@ -305,8 +316,41 @@ class _MappedGroup:
         rd, wr = layers.reads * wb, layers.writes * wb
         breakdown = vector_energy_pj(layers.flops, rd, wr, prices)
         breakdown["leakage"] = leak_w * cycles * cycle_s * 1e12
+        times = layers.multiplicity
         for part in ENERGY_PARTS:
-            value = np.broadcast_to(breakdown[part], cycles.shape)
-            totals[part] += value.sum(axis=1, keepdims=True)
-        sums["cycles"] += cycles.sum(axis=1, keepdims=True)
-        sums["dram_bytes"] += np.broadcast_to(rd + wr, cycles.shape).sum(axis=1, keepdims=True)
+            totals[part] += _weighted_sum(breakdown[part], times, cycles.shape)
+        sums["cycles"] += _weighted_sum(cycles, times, cycles.shape)
+        sums["dram_bytes"] += _weighted_sum(rd + wr, times, cycles.shape)
+
+
+def _weighted_sum(value: np.ndarray | float, times: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Sum over layers (the last axis) of ``value`` x its occurrences, as a (designs, 1) column."""
+    value = np.asarray(value, dtype=float)
+    if value.ndim < 2 or value.shape[0] == 1:  # the same for every design
+        return np.full((shape[0], 1), float(np.broadcast_to(value, shape[-1:]) @ times))
+    return (np.broadcast_to(value, shape) @ times)[:, None]
+
+
+@dataclass
+class SystolicArrayEvaluator:
+    """Design points of one graph in, the scalar path's flat metrics out, a batch per call: the family
+    table's ``array_evaluator`` for ``systolic`` (its default mapper, fold). ``fixed`` as in ``PointEvaluator``."""
+
+    graph: Graph
+    fixed: dict
+
+    def evaluate_points(self, points: Sequence[dict]) -> tuple[ArrayMetrics, np.ndarray]:
+        """(metrics of the points ``instantiate`` accepts, their indices in ``points``); the refused ones are
+        left to the scalar path, which raises the template's message for each."""
+        columns, accepted = SystolicTemplate().instantiate_columns(points, self.fixed)
+        index = np.flatnonzero(accepted)
+        designs = DesignColumns({name: column[index] for name, column in columns.items()})
+        return evaluate_designs(self.graph, designs), index
+
+    @staticmethod
+    def flat_rows(metrics: ArrayMetrics) -> list[dict[str, float]]:
+        """``Metrics.flat()`` of every design: the values, then ``energy_<part>_mj``."""
+        names = list(metrics.values) + [f"energy_{k}_mj" for k in metrics.energy_breakdown_pj]
+        columns = [metrics.values[k] for k in metrics.values]
+        columns += [metrics.energy_breakdown_pj[k] * 1e-9 for k in metrics.energy_breakdown_pj]
+        return [dict(zip(names, row)) for row in zip(*(c.tolist() for c in columns))]
