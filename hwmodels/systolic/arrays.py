@@ -327,7 +327,7 @@ def _weighted_sum(value: np.ndarray | float, times: np.ndarray, shape: tuple[int
     """Sum over layers (the last axis) of ``value`` x its occurrences, as a (designs, 1) column."""
     value = np.asarray(value, dtype=float)
     if value.ndim < 2 or value.shape[0] == 1:  # the same for every design
-        return np.full((shape[0], 1), float(np.broadcast_to(value, shape[-1:]) @ times))
+        return np.full((shape[0], 1), float(np.broadcast_to(value, shape)[0] @ times))
     return (np.broadcast_to(value, shape) @ times)[:, None]
 
 
