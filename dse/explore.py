@@ -100,7 +100,10 @@ def explore(
         sweep_seconds = time.perf_counter() - start
         store.set_status("done")
         run_notes = list(sweep.strategy.notes) + list(sweep.notes)
-        report, points, pareto, notes = finish_run(out_dir, context, store, run_notes, sweep.counts())
+        layer_rows = evaluator.layer_rows if isinstance(evaluator, Evaluation) else None
+        report, points, pareto, notes = finish_run(
+            out_dir, context, store, run_notes, sweep.counts(), layer_rows=layer_rows
+        )
     return ExploreResult(
         out_dir=out_dir,
         points=points,
@@ -180,6 +183,8 @@ class Evaluation:
     evaluator: PointEvaluatorLike
     sweep_class: type[Sweep] = field(default_factory=lambda: Sweep)
     batch_executor: Callable[[], Executor] | None = None
+    # the exact per-layer rows of a point, for the front designs a batch evaluator stored without them
+    layer_rows: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = None
 
 
 class Sweep:

@@ -31,6 +31,7 @@ DIGITS_FILES = ("digits_mlp.onnx", "digits_val.npz", "digits_all.npz")
 
 INTEGRATION_MODULES = frozenset(
     {
+        "test_array_explore",
         "test_cli",
         "test_compare",
         "test_conformance",
@@ -65,6 +66,13 @@ INTEGRATION_MODULES = frozenset(
 # "module.py::test_name" (every parameter) or "module.py::test_name[id]" (one) -> why it runs only with
 # -m slow, naming the default test that covers the same code.
 SLOW_TESTS: dict[str, str] = {
+    "test_systolic_arrays.py::test_array_evaluation_equals_the_scalar_model_on_ten_thousand_designs": (
+        "10,000 random designs over every axis with USER walks and CALC replays (minutes of the scalar path): "
+        "test_array_evaluation_equals_the_scalar_model_on_random_designs checks the same code on 88 designs"
+    ),
+    "test_systolic_arrays.py::test_array_evaluation_equals_the_scalar_model_on_resnet50": (
+        "ResNet-50's 53 convs over every axis: the default random-design test covers the same code on a small CNN"
+    ),
     "test_interrupt.py::test_signal_while_writing_outputs_leaves_no_partial_file[SIGINT]": (
         "the [SIGTERM] case runs the same cleanup (Terminated is a KeyboardInterrupt, so both signals unwind "
         "through the same finally blocks); the SIGINT exit code and message are checked by "

@@ -338,6 +338,7 @@ class SystolicArrayEvaluator:
 
     graph: Graph
     fixed: dict
+    batch_points: int = CHUNK_DESIGNS  # points per call the explorer sends (ArrayExecutor)
 
     def evaluate_points(self, points: Sequence[dict]) -> tuple[ArrayMetrics, np.ndarray]:
         """(metrics of the points ``instantiate`` accepts, their indices in ``points``); the refused ones are
