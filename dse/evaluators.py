@@ -79,6 +79,7 @@ class ArrayExecutor(Executor):
     refuses runs alone through the explorer's task, which records the template's message."""
 
     name = "arrays"
+    answers_whole_batches = True  # the sweep commits each batch in one transaction
 
     def __init__(self, arrays: Any):
         self.arrays = arrays

@@ -257,25 +257,24 @@ class Sweep:
         if self.strategy.replays:
             for i, key in enumerate(keys):
                 log.setdefault(key, []).append((self.strategy.tag, self.proposed + i, key))
-        results: dict[str, PointRecord] = {}
+        results: dict[str, PointRecord] = self.store.get_many(keys)
         fresh: dict[str, Mapping[str, Any]] = {}
         for proposal, key in zip(proposals, keys):
-            if key in results or key in fresh:
-                continue
-            stored = self.store.get(key)
-            if stored is not None:
-                results[key] = stored
-            else:
+            if key not in results and key not in fresh:
                 fresh[key] = proposal.point
         self.store.put_many([], proposals=[entry for key in results for entry in log.get(key, [])])
         fresh_keys = list(fresh)
-        for outcome in pool.map(evaluator, [fresh[k] for k in fresh_keys]):
-            key = fresh_keys[outcome.index]
-            record = self._record(key, fresh[key], outcome)
-            self.store.put_many([record], proposals=log.get(key, []))  # committed before counted, shown or told
-            results[key] = record
-            self.evaluated += 1
-            self.count(record, reused=False, display=display)
+        outcomes = pool.map(evaluator, [fresh[k] for k in fresh_keys])
+        # a batch evaluator answers the whole batch at once: commit it in one transaction; a pool point by point
+        groups = [list(outcomes)] if getattr(pool, "answers_whole_batches", False) else ([o] for o in outcomes)
+        for group in groups:
+            records = [self._record(fresh_keys[o.index], fresh[fresh_keys[o.index]], o) for o in group]
+            entries = [entry for record in records for entry in log.get(record.key, [])]
+            self.store.put_many(records, proposals=entries)  # committed before counted, shown or told
+            for record in records:
+                results[record.key] = record
+                self.evaluated += 1
+                self.count(record, reused=False, display=display)
         counted_fresh: set[str] = set()
         for key in keys:
             if key in fresh and key not in counted_fresh:
