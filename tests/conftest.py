@@ -66,6 +66,10 @@ INTEGRATION_MODULES = frozenset(
 # "module.py::test_name" (every parameter) or "module.py::test_name[id]" (one) -> why it runs only with
 # -m slow, naming the default test that covers the same code.
 SLOW_TESTS: dict[str, str] = {
+    "test_array_explore.py::test_explorer_streams_a_grid_to_the_array_evaluator_and_stores_what_evaluate_prints": (
+        "two explore runs with files and reports: test_explorer_streams_a_grid_to_the_array_evaluator checks the "
+        "array sweep's stored metrics in memory"
+    ),
     "test_systolic_arrays.py::test_array_evaluation_equals_the_scalar_model_on_ten_thousand_designs": (
         "10,000 random designs over every axis with USER walks and CALC replays (minutes of the scalar path): "
         "test_array_evaluation_equals_the_scalar_model_on_random_designs checks the same code on 88 designs"

@@ -59,3 +59,24 @@ def test_explorer_streams_a_grid_to_the_array_evaluator_and_stores_what_evaluate
         assert store.layers_frame(off_front[0]).empty  # per-layer rows only where they are looked at
     again = explore(spec, tmp_path, evaluation, progress=False, context=context)
     assert again.evaluated == 0 and again.reused == 72
+
+
+def test_explorer_streams_a_grid_to_the_array_evaluator():
+    """The default suite's share (no files, no report): a grid sweep in memory goes through the array evaluator
+    and keeps the scalar path's metrics; refused points fail with the template's message."""
+    from dse.evaluators import prepare_run
+    from dse.explore import explore_points
+    from dse.session import build_evaluator
+    from dse.spec import parse_spec
+
+    spec = parse_spec(ARRAY_SPEC, "array-grid.yaml")
+    context, evaluation = prepare_run(spec)
+    result = explore_points(spec, evaluation, context=context)
+    assert result.evaluated == 72 and result.failed == 48
+    _, scalar = build_evaluator(spec)
+    ok = result.points[result.points["status"] == "ok"]
+    assert len(ok) == 24 and set(ok["dataflow"]) == {"ws"}
+    for _, row in ok.iloc[::5].iterrows():
+        point = {name: row[name] for name in ("rows", "cols", "dataflow", "ifmap_sram_kib", "dram_gbps")}
+        for name, value in scalar(point).flat().items():
+            assert row[name] == pytest.approx(value, rel=TOLERANCE, abs=0.0), (name, point)
