@@ -52,14 +52,14 @@ class EvaluatorKind:
 def analytical_evaluation(spec: Spec, graph: Graph, exact: PointEvaluator, options: Any) -> Evaluation:
     """``evaluator: analytical``: every point mapped and evaluated by the family's hardware model; a grid or
     random sweep of a family with an array evaluator (its default mapper, no mapper options, no accuracy data)
-    streams its batches to it in this process (``ArrayExecutor``) with the same figures, and the per-layer rows
-    of the front designs are evaluated point by point when the run finishes."""
+    streams its batches to it in this process (``ArrayExecutor``) with the same figures when no executor is
+    named, and the per-layer rows of the front designs are evaluated point by point when the run finishes."""
     del options  # it takes none
     fam = family(spec.template.kind)
     if fam.array_evaluator is None or not streams_to_arrays(spec, exact, fam.default_mapper):
         return Evaluation(exact)
     arrays = fam.array_evaluator(graph, dict(exact.fixed))
-    return Evaluation(exact, batch_executor=partial(ArrayExecutor, arrays), layer_rows=partial(layer_rows, exact))
+    return Evaluation(exact, array_executor=partial(ArrayExecutor, arrays), layer_rows=partial(layer_rows, exact))
 
 
 def streams_to_arrays(spec: Spec, exact: PointEvaluator, default_mapper: str) -> bool:

@@ -163,6 +163,8 @@ def run_sweep(
     evaluation = evaluator if isinstance(evaluator, Evaluation) else Evaluation(evaluator)
     strategy = make_strategy(context.spec, context.space, list(context.objectives), list(context.constraints))
     batch_executor = evaluation.batch_executor
+    if batch_executor is None and executor is None:  # no executor named: the evaluation's array path, if any
+        batch_executor = evaluation.array_executor
     with batch_executor() if batch_executor else make_executor(executor, workers) as pool:
         sweep = evaluation.sweep_class(context, store, strategy, evaluation.evaluator)
         with Display(progress, strategy.budget, context.spec.name) as display:
@@ -183,6 +185,9 @@ class Evaluation:
     evaluator: PointEvaluatorLike
     sweep_class: type[Sweep] = field(default_factory=lambda: Sweep)
     batch_executor: Callable[[], Executor] | None = None
+    # an in-process executor that evaluates whole batches as arrays (``dse.evaluators.ArrayExecutor``), used
+    # when the caller names no executor; a named one (serial, local, dask) evaluates point by point as before
+    array_executor: Callable[[], Executor] | None = None
     # the exact per-layer rows of a point, for the front designs a batch evaluator stored without them
     layer_rows: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = None
 

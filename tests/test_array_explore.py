@@ -38,7 +38,7 @@ def test_explorer_streams_a_grid_to_the_array_evaluator_and_stores_what_evaluate
 
     spec = parse_spec(ARRAY_SPEC, "array-grid.yaml")  # the optimized sparse mapping: refused under os and is
     context, evaluation = prepare_run(spec)
-    assert evaluation.batch_executor is not None and isinstance(evaluation.batch_executor(), ArrayExecutor)
+    assert evaluation.array_executor is not None and isinstance(evaluation.array_executor(), ArrayExecutor)
     result = explore(spec, tmp_path, evaluation, progress=False, context=context)
     assert result.evaluated == 72 and result.failed == 48
     _, scalar = build_evaluator(spec)
