@@ -139,9 +139,10 @@ def test_array_evaluation_equals_the_scalar_model_on_ten_thousand_designs():
 
 
 def test_array_evaluation_equals_the_scalar_model_on_resnet50():
-    """Slow suite: ResNet-50 (reduced resolution, so USER walks and CALC replays stay seconds) over every axis."""
-    graph = build("resnet50", resolution=32)
-    assert_equal_to_scalar(graph, random_archs(300, seed=11))
+    """Slow suite: ResNet-50's 53 convs at 224x224 with shared DRAM over every other axis (the USER and CALC
+    replays are the scalar model's own functions, checked on the small CNN above)."""
+    graph = build("resnet50")
+    assert_equal_to_scalar(graph, random_archs(200, seed=11, dram_modes=("shared",)))
 
 
 def test_exact_os_filter_walk_equals_the_scalar_walk():
