@@ -75,7 +75,8 @@ SLOW_TESTS: dict[str, str] = {
         "test_array_evaluation_equals_the_scalar_model_on_random_designs checks the same code on 88 designs"
     ),
     "test_systolic_arrays.py::test_array_evaluation_equals_the_scalar_model_on_resnet50": (
-        "ResNet-50 at 224x224, shared DRAM, every other axis: the default random-design test covers the same code on a small CNN"
+        "ResNet-50 at 224x224, shared DRAM, every other axis: the default random-design test covers the same "
+        "code on a small CNN"
     ),
     "test_interrupt.py::test_signal_while_writing_outputs_leaves_no_partial_file[SIGINT]": (
         "the [SIGTERM] case runs the same cleanup (Terminated is a KeyboardInterrupt, so both signals unwind "
