@@ -9,8 +9,11 @@ evaluators) and below the command lines.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from dse.context import RunContext
@@ -23,11 +26,14 @@ from dse.evaluator_options import (
     SurrogateOptions,
     parse_evaluator_options,
 )
+from dse.executors import Executor, Outcome, SerialExecutor
 from dse.explore import Evaluation
 from dse.graph import Graph
+from dse.registry import family
 from dse.session import build_evaluator
 from dse.space import DesignSpace
 from dse.spec import Spec
+from dse.store import FlatMetrics
 from surrogates.explorer.hybrid import hybrid_evaluation, surrogate_evaluation
 
 EvaluationFactory = Callable[[Spec, Graph, PointEvaluator, Any], Evaluation]
@@ -44,10 +50,59 @@ class EvaluatorKind:
 
 
 def analytical_evaluation(spec: Spec, graph: Graph, exact: PointEvaluator, options: Any) -> Evaluation:
-    """``evaluator: analytical``: every point mapped and evaluated by the family's hardware model."""
-    del spec, graph, options  # the exact evaluator is the whole of it
-    return Evaluation(exact)
+    """``evaluator: analytical``: every point mapped and evaluated by the family's hardware model; a grid or
+    random sweep of a family with an array evaluator (its default mapper, no mapper options, no accuracy data)
+    streams its batches to it in this process (``ArrayExecutor``) with the same figures when no executor is
+    named, and the per-layer rows of the front designs are evaluated point by point when the run finishes."""
+    del options  # it takes none
+    fam = family(spec.template.kind)
+    if fam.array_evaluator is None or not streams_to_arrays(spec, exact, fam.default_mapper):
+        return Evaluation(exact)
+    arrays = fam.array_evaluator(graph, dict(exact.fixed))
+    return Evaluation(exact, array_executor=partial(ArrayExecutor, arrays), layer_rows=partial(layer_rows, exact))
 
+
+def streams_to_arrays(spec: Spec, exact: PointEvaluator, default_mapper: str) -> bool:
+    """Whether a sweep's points go to the family's array evaluator: a fixed list of points (grid, random) on
+    the default mapper without options or accuracy data; the optuna samplers keep their ask/tell batches."""
+    plain = exact.mapper_name == default_mapper and not exact.mapper_options and exact.data is None
+    return plain and str(spec.search.strategy).lower() in ARRAY_STRATEGIES
+
+
+def layer_rows(exact: PointEvaluator, point: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The per-layer rows the store keeps for a point (``FlatMetricsEvaluator``'s), from the scalar path."""
+    return [layer.row() for layer in exact(point).layers]
+
+
+class ArrayExecutor(Executor):
+    """An in-process executor for an array evaluator: one call per batch of points; a point its template
+    refuses runs alone through the explorer's task, which records the template's message."""
+
+    name = "arrays"
+    answers_whole_batches = True  # the sweep commits each batch in one transaction
+
+    def __init__(self, arrays: Any):
+        self.arrays = arrays
+        # a fixed-list strategy asks for 16 points per worker: one batch of the array evaluator's size
+        self.workers = max(1, getattr(arrays, "batch_points", 4096) // 16)
+
+    def map(self, task: Any, items: Sequence[Any]) -> Iterator[Outcome]:
+        items = list(items)
+        start = time.perf_counter()
+        try:
+            metrics, index = self.arrays.evaluate_points(items)
+        except (UserError, ValueError, KeyError, TypeError):  # a value the batch checks refuse: point by point
+            yield from SerialExecutor().map(task, items)
+            return
+        each = (time.perf_counter() - start) / max(1, len(index))
+        for i, values in zip(index.tolist(), self.arrays.flat_rows(metrics)):
+            yield Outcome(i, FlatMetrics(values=values, layers_blob=None, exact=True), seconds=each)
+        refused = sorted(set(range(len(items))) - set(index.tolist()))
+        for outcome in SerialExecutor().map(task, [items[i] for i in refused]):
+            yield dataclasses.replace(outcome, index=refused[outcome.index])
+
+
+ARRAY_STRATEGIES = ("grid", "random")  # the strategies whose points the array evaluators take
 
 EVALUATORS: dict[str, EvaluatorKind] = {
     "analytical": EvaluatorKind(AnalyticalOptions, analytical_evaluation, "every point mapped and evaluated exactly"),

@@ -100,7 +100,10 @@ def explore(
         sweep_seconds = time.perf_counter() - start
         store.set_status("done")
         run_notes = list(sweep.strategy.notes) + list(sweep.notes)
-        report, points, pareto, notes = finish_run(out_dir, context, store, run_notes, sweep.counts())
+        layer_rows = evaluator.layer_rows if isinstance(evaluator, Evaluation) else None
+        report, points, pareto, notes = finish_run(
+            out_dir, context, store, run_notes, sweep.counts(), layer_rows=layer_rows
+        )
     return ExploreResult(
         out_dir=out_dir,
         points=points,
@@ -160,6 +163,8 @@ def run_sweep(
     evaluation = evaluator if isinstance(evaluator, Evaluation) else Evaluation(evaluator)
     strategy = make_strategy(context.spec, context.space, list(context.objectives), list(context.constraints))
     batch_executor = evaluation.batch_executor
+    if batch_executor is None and executor is None:  # no executor named: the evaluation's array path, if any
+        batch_executor = evaluation.array_executor
     with batch_executor() if batch_executor else make_executor(executor, workers) as pool:
         sweep = evaluation.sweep_class(context, store, strategy, evaluation.evaluator)
         with Display(progress, strategy.budget, context.spec.name) as display:
@@ -180,6 +185,11 @@ class Evaluation:
     evaluator: PointEvaluatorLike
     sweep_class: type[Sweep] = field(default_factory=lambda: Sweep)
     batch_executor: Callable[[], Executor] | None = None
+    # an in-process executor that evaluates whole batches as arrays (``dse.evaluators.ArrayExecutor``), used
+    # when the caller names no executor; a named one (serial, local, dask) evaluates point by point as before
+    array_executor: Callable[[], Executor] | None = None
+    # the exact per-layer rows of a point, for the front designs a batch evaluator stored without them
+    layer_rows: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = None
 
 
 class Sweep:
@@ -252,25 +262,24 @@ class Sweep:
         if self.strategy.replays:
             for i, key in enumerate(keys):
                 log.setdefault(key, []).append((self.strategy.tag, self.proposed + i, key))
-        results: dict[str, PointRecord] = {}
+        results: dict[str, PointRecord] = self.store.get_many(keys)
         fresh: dict[str, Mapping[str, Any]] = {}
         for proposal, key in zip(proposals, keys):
-            if key in results or key in fresh:
-                continue
-            stored = self.store.get(key)
-            if stored is not None:
-                results[key] = stored
-            else:
+            if key not in results and key not in fresh:
                 fresh[key] = proposal.point
         self.store.put_many([], proposals=[entry for key in results for entry in log.get(key, [])])
         fresh_keys = list(fresh)
-        for outcome in pool.map(evaluator, [fresh[k] for k in fresh_keys]):
-            key = fresh_keys[outcome.index]
-            record = self._record(key, fresh[key], outcome)
-            self.store.put_many([record], proposals=log.get(key, []))  # committed before counted, shown or told
-            results[key] = record
-            self.evaluated += 1
-            self.count(record, reused=False, display=display)
+        outcomes = pool.map(evaluator, [fresh[k] for k in fresh_keys])
+        # a batch evaluator answers the whole batch at once: commit it in one transaction; a pool point by point
+        groups = [list(outcomes)] if getattr(pool, "answers_whole_batches", False) else ([o] for o in outcomes)
+        for group in groups:
+            records = [self._record(fresh_keys[o.index], fresh[fresh_keys[o.index]], o) for o in group]
+            entries = [entry for record in records for entry in log.get(record.key, [])]
+            self.store.put_many(records, proposals=entries)  # committed before counted, shown or told
+            for record in records:
+                results[record.key] = record
+                self.evaluated += 1
+                self.count(record, reused=False, display=display)
         counted_fresh: set[str] = set()
         for key in keys:
             if key in fresh and key not in counted_fresh:

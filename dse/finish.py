@@ -7,9 +7,10 @@ regenerates the same files from the store alone, so a regenerated report is the 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,17 +45,26 @@ def finish_run(
     store: Store,
     notes: list[str],
     counts: SweepCounts | None = None,
+    layer_rows: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = None,
 ) -> tuple[Path | None, pd.DataFrame, pd.DataFrame, list[str]]:
     """From the store to the run directory's files: annotated points, front, hypervolume, report.
 
     Shared by ``explore`` and ``dse report`` so a regenerated report is the one a run writes; the GPU
     comparison reuses the context's workload graph when the run built one.
+    ``layer_rows``: the exact per-layer rows of a point, for the
+    front designs stored without them (the array evaluation keeps none); they are stored for later reports.
     """
     spec = context.spec
     objectives, constraints = list(context.objectives), list(context.constraints)
     free_names = context.free_names
     points, outside = collect_points(context, store)
     layers = {pid: store.layers_frame(pid) for pid in points.loc[points["pareto"], "point_id"]}
+    if layer_rows is not None and context.evaluator_name == "analytical":
+        for pid in [pid for pid, frame in layers.items() if frame.empty]:
+            record = store.point(pid)
+            if record is not None and record.ok:
+                store.put_layers(record.key, layer_rows(record.params))
+                layers[pid] = store.layers_frame(pid)
     pareto = pareto_frame(points, objectives)
     history = hypervolume_history(points, objectives, constraints)
     if counts is not None:

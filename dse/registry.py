@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dse.errors import UserError
+from dse.graph import Graph
 from hwmodels.accuracy.base import AccuracyFactory
 from hwmodels.accuracy.fpga_accuracy import FpgaAccuracy
 from hwmodels.accuracy.precision_accuracy import PrecisionAccuracy
@@ -24,6 +25,7 @@ from hwmodels.fpga.model import FpgaDataflowModel
 from hwmodels.gpu.model import GpuModel
 from hwmodels.multicore.model import MulticoreModel
 from hwmodels.rdu.model import RduModel
+from hwmodels.systolic.arrays import SystolicArrayEvaluator
 from hwmodels.systolic.model import SystolicModel
 from mappers.base import Mapper, MappingError
 from mappers.fpga import FpgaDataflowMapper
@@ -74,6 +76,10 @@ class Family:
     # the accuracy model of a point's number formats on workload.data (graph, data path -> model); None: no
     # accuracy metrics for this family
     accuracy: AccuracyFactory | None = None
+    # evaluates a batch of points of one graph at once with the default mapper, exactly as the hardware model
+    # does point by point ((graph, fixed params) -> an object with ``evaluate_points`` and ``flat_rows``,
+    # ``hwmodels.systolic.arrays.SystolicArrayEvaluator``); the explorer streams grid and random sweeps to it
+    array_evaluator: Callable[[Graph, dict], Any] | None = None
     doc: str = ""
 
     @property
@@ -96,6 +102,7 @@ FAMILIES: dict[str, Family] = {
         simulators=(SCALESIM,),
         arch_precision=True,
         accuracy=PrecisionAccuracy.of_graph,  # the template's `precision` applied to the ONNX model
+        array_evaluator=SystolicArrayEvaluator,
         doc="systolic array (ws/os/is), SCALE-Sim-validated",
     ),
     "fpga_dataflow": Family(

@@ -438,9 +438,10 @@ class DesignSpace:
 
     def canonical(self, point: Mapping[str, Any]) -> dict[str, Any]:
         """The point with python scalars typed per dimension, ordered as ``dims``; fixed values filled in."""
-        unknown = [k for k in point if k not in self.names]
+        names = self.names  # built once per call: a sweep canonicalises every point
+        unknown = [k for k in point if k not in names]
         if unknown:
-            raise ValueError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; known: {', '.join(self.names)}")
+            raise ValueError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; known: {', '.join(names)}")
         out: dict[str, Any] = {}
         for d in self.dims:
             if d.name in point:

@@ -337,6 +337,23 @@ class Store:
         ).fetchone()
         return None if row is None else _record_from_row(row)
 
+    def get_many(self, keys: Sequence[str]) -> dict[str, PointRecord]:
+        """The stored points among ``keys``, by key: one query per 500 keys instead of one per key."""
+        found: dict[str, PointRecord] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 500):
+            part = unique[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM points WHERE key IN ({marks})", part)
+            for row in rows.fetchall():
+                found[row[0]] = _record_from_row(row)
+        return found
+
+    def point(self, point_id: str) -> PointRecord | None:
+        """The stored point of a point_id (the first 12 characters of its key), or None."""
+        row = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM points WHERE point_id = ?", (point_id,)).fetchone()
+        return None if row is None else _record_from_row(row)
+
     def put(self, record: PointRecord) -> None:
         self.put_many([record])
 
@@ -450,6 +467,14 @@ class Store:
         if row is None:
             return pd.DataFrame()
         return pd.DataFrame(decode_layers(row[0]))
+
+    def put_layers(self, key: str, rows: list[dict[str, Any]]) -> None:
+        """Store the per-layer rows of a stored point that has none (an array-evaluated point the report
+        looks at); rows already there are kept."""
+        if not rows:
+            return
+        with self._transaction():
+            self._db.execute("INSERT OR IGNORE INTO layers (key, rows) VALUES (?, ?)", (key, encode_layers(rows)))
 
     def layer_rows(self, key: str) -> list[dict[str, Any]]:
         """Per-layer rows of one point by its full key, as stored (empty when none were)."""

@@ -29,7 +29,7 @@ scratchpad can always do, so fold figures are the split ones. Bank conflicts are
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -327,6 +327,75 @@ class SystolicTemplate(Template):
             sparse_pattern=v["sparse_pattern"],
             acc_bits=v["acc_bits"],
         )
+
+    def instantiate_columns(
+        self, points: Sequence[Mapping[str, Any]], fixed: Mapping[str, Any]
+    ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """``instantiate`` for a batch of points (the array evaluation's designs): every ``SystolicArch``
+        field as a column (numbers as floats, the rest as objects), and which points ``instantiate`` accepts;
+        the caller instantiates a refused one alone for the template's own message. The same rules as
+        ``instantiate`` (the module's column-ready functions), a dictionary look-up per value."""
+        n = len(points)
+        cols = self.resolve_columns(points, fixed)
+
+        def given(name: str) -> np.ndarray:
+            column = cols[name]
+            if isinstance(column, np.ndarray):
+                return np.ones(n, dtype=bool)
+            return np.array([v is not None for v in column], dtype=bool)
+
+        def number(name: str, default: float = 0.0) -> np.ndarray:
+            column = cols[name]
+            if isinstance(column, np.ndarray):
+                return column.astype(float)
+            return np.array([default if v is None else v for v in column], dtype=float)
+
+        def labels(name: str) -> np.ndarray:
+            out = np.empty(n, dtype=object)
+            out[:] = list(cols[name])
+            return out
+
+        individual = given(SRAM_NAMES[0]) | given(SRAM_NAMES[1]) | given(SRAM_NAMES[2])
+        scratchpad = labels("scratchpad")
+        total = given("sram_kib")
+        accepted = ~((scratchpad == "unified") & individual) & ~(total & individual)
+        sizes = [buffer_kib(given(name), number(name), total, number("sram_kib")) for name in SRAM_NAMES]
+        precision = labels("precision")
+        bits = np.array([PRECISIONS[p] for p in precision], dtype=float)
+        for kib in sizes:
+            accepted &= ~too_few_words(kib, word_bytes_of(bits))
+        known = set(price_names())
+        tech = labels("tech")
+        accepted &= np.array([t in known for t in tech], dtype=bool)
+        rows, dataflow = number("rows"), labels("dataflow")
+        optimized = labels("sparsity_optimized_mapping").astype(bool)
+        block = number("sparsity_block_size")
+        accepted &= ~(optimized & ((dataflow != "ws") | (block > rows) | (block % 2 != 0)))
+        pattern = labels("sparse_pattern")
+        for text in set(pattern):
+            try:
+                check_pattern(text)
+            except TemplateError:
+                accepted &= pattern != text
+        columns = {
+            "rows": rows,
+            "cols": number("cols"),
+            "dataflow": dataflow,
+            **dict(zip(SRAM_NAMES, (np.asarray(kib, dtype=float) for kib in sizes))),
+            "dram_gbps": number("dram_gbps"),
+            "freq_mhz": number("freq_mhz"),
+            "precision": precision,
+            "tech": tech,
+            "vector_lanes": lanes_of(number("vector_lanes"), number("cols")).astype(float),
+            **{name: labels(name) for name in ("dram_mode", "scratchpad", "sparsity_support", "sparse_rep")},
+            "sparsity_optimized_mapping": optimized.astype(object),
+            "sparsity_block_size": block.astype(object),
+            "sparse_mac": labels("sparse_mac"),
+            "width_multiplier": number("width_multiplier").astype(object),
+            **{name: labels(name) for name in ("round_channels", "sparse_layers")},
+            "sparse_pattern": pattern,
+        }
+        return columns, accepted
 
 
 def check_pattern(text: str) -> None:

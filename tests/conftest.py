@@ -31,6 +31,7 @@ DIGITS_FILES = ("digits_mlp.onnx", "digits_val.npz", "digits_all.npz")
 
 INTEGRATION_MODULES = frozenset(
     {
+        "test_array_explore",
         "test_cli",
         "test_compare",
         "test_conformance",
@@ -88,6 +89,18 @@ SLOW_TESTS: dict[str, str] = {
     ),
     "test_onnx_qonnx.py::test_brevitas_style_model_explores_and_exports": (
         "explore + hls4ml project export; test_fpga_mapper_takes_the_trained_weight_types checks the same types"
+    ),
+    "test_array_explore.py::test_explorer_streams_a_grid_to_the_array_evaluator_and_stores_what_evaluate_prints": (
+        "two explore runs with files and reports: test_explorer_streams_a_grid_to_the_array_evaluator checks the "
+        "array sweep's stored metrics in memory"
+    ),
+    "test_systolic_arrays.py::test_array_evaluation_equals_the_scalar_model_on_ten_thousand_designs": (
+        "10,000 random designs over every axis with USER walks and CALC replays (minutes of the scalar path): "
+        "test_array_evaluation_equals_the_scalar_model_on_random_designs checks the same code on 88 designs"
+    ),
+    "test_systolic_arrays.py::test_array_evaluation_equals_the_scalar_model_on_resnet50": (
+        "ResNet-50 at 224x224, shared DRAM, every other axis: the default random-design test covers the same "
+        "code on a small CNN"
     ),
     "test_interrupt.py::test_signal_while_writing_outputs_leaves_no_partial_file[SIGINT]": (
         "the [SIGTERM] case runs the same cleanup (Terminated is a KeyboardInterrupt, so both signals unwind "

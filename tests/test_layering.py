@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, int]] = [
     # models of their own kind: (arch, mapping) -> metrics, built by the evaluator from the family table; they sit
     # beside the cost-based models, above the mappers whose mappings they read, and no mapper needs them
     (r"hwmodels\.accuracy(\..*)?$", 4),
-    (r"hwmodels\.\w+\.(model|calibrate\w*)$", 4),
+    (r"hwmodels\.\w+\.(model|calibrate\w*|arrays)$", 4),
     (r"hwmodels\..*", 2),  # cost models: what mappers query
     (r"mappers\..*", 3),
     (r"dse\.(registry|evaluate)$", 5),

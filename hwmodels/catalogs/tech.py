@@ -376,7 +376,7 @@ class TechNode:
     # ---- areas ---------------------------------------------------------------------------------------
     def sram_area_mm2(self, capacity_kib: float) -> float:
         """Macro area of ``capacity_kib`` of SRAM: bitcells / array efficiency (linear in capacity)."""
-        if not capacity_kib >= 0:
+        if not np.all(np.asarray(capacity_kib) >= 0):  # numbers or numpy columns of designs
             raise ValueError(f"capacity_kib must be >= 0, got {capacity_kib!r}")
         bits = capacity_kib * 1024 * 8
         return bits * self.sram_bitcell_um2.value / self.sram_array_efficiency.value * 1e-6
@@ -406,7 +406,7 @@ class TechNode:
 
     def leakage_w(self, area_mm2: float) -> float:
         """Static power of ``area_mm2`` of logic + SRAM at nominal supply."""
-        if not area_mm2 >= 0:
+        if not np.all(np.asarray(area_mm2) >= 0):  # numbers or numpy columns of designs
             raise ValueError(f"area_mm2 must be >= 0, got {area_mm2!r}")
         return area_mm2 * self.leakage_w_per_mm2.value
 
@@ -479,7 +479,7 @@ def dram_energy_pj(nbytes: float, kind: str = "lpddr4") -> float:
     key = str(kind).strip().lower()
     if key not in DRAM:
         raise UnknownDramError(f"unknown DRAM kind {kind!r}; known: {', '.join(DRAM)}")
-    if not nbytes >= 0:
+    if not np.all(np.asarray(nbytes) >= 0):  # numbers or numpy columns of designs
         raise ValueError(f"nbytes must be >= 0, got {nbytes!r}")
     return nbytes * 8 * DRAM[key].value
 

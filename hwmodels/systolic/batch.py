@@ -8,12 +8,20 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from hwmodels.systolic.compute import LoweredGemm, array_sram_reads, array_writes, fold_cycles, spatial_axes
-from hwmodels.systolic.memory import ACTIVE_SETS, SETS_PER_BUFFER, OfmapWriteProfile, calc_ofmap_tail
+from hwmodels.systolic.memory import (
+    ACTIVE_SETS,
+    SETS_PER_BUFFER,
+    OfmapWriteProfile,
+    calc_ofmap_tail,
+)
+from hwmodels.systolic.scalesim_calc import calc_dram_reads_of
+from hwmodels.systolic.user_mode import user_mode_traffic_of
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,7 @@ def gemm_cost_arrays(
     words_f: np.ndarray,
     words_of: np.ndarray,
     words_per_cycle: np.ndarray,
+    exact: bool = False,
 ) -> dict[str, np.ndarray]:
     """``gemm_cost`` for every (design, GEMM) pair of one dataflow and DRAM mode: design-side arrays
     broadcast against ``s``'s GEMM-side arrays. Batch consumers (the surrogates) call it for 10^5 designs.
@@ -97,6 +106,10 @@ def gemm_cost_arrays(
     expectation (a block of b < W words straddles a boundary with probability b/W and then re-fetches
     b/2 on average), and ``unlimited`` / ``per_operand`` use these closed forms instead of the
     SCALE-Sim replays. ``approximate`` marks the pairs where either applies.
+    ``exact=True`` (the explorer's array evaluation, ``hwmodels.systolic.arrays``) drops both stand-ins: the
+    os filter walk, SCALE-Sim CALC's read replays and ofmap tail, and the USER window walk are then the
+    scalar model's own functions, called once per distinct (design figures, GEMM) pair; the N:M pattern's
+    ifmap share is applied as ``gemm_cost`` does. Every pair then equals ``gemm_cost``.
     Returns per pair, all copies: cycles, compute_cycles, busy_cycles, fill_cycles, tail_cycles, the
     DRAM reads/writes and SRAM accesses of ``GemmCost``, and ``approximate``.
     """
@@ -108,6 +121,13 @@ def gemm_cost_arrays(
     epoch_if, epoch_f = ACTIVE_SETS * per_set_if, ACTIVE_SETS * per_set_f
     if_reads = _ifmap_reads_arrays(s, dataflow, rows, cols, cf, epoch_if)
     f_reads, approximate = _filter_reads_arrays(s, dataflow, rows, cols, rf, cf, epoch_f)
+    design = (rows, cols, words_if, words_f, words_per_cycle)
+    if exact and dram_mode == "unlimited":
+        if_reads, f_reads = _per_distinct_pair(s, dataflow, design, _calc_reads, 2)
+    elif exact:
+        if_reads = if_reads * _pattern_share(s)
+        if dataflow == "os":
+            f_reads = np.where(approximate, _os_filter_walk(s, cols, rf, cf, epoch_f), f_reads)
     bw = words_per_cycle
 
     def fill(reads: np.ndarray, epoch: np.ndarray, per_set: np.ndarray, first: np.ndarray | float) -> np.ndarray:
@@ -121,22 +141,35 @@ def gemm_cost_arrays(
     half = words_of - np.ceil(words_of / 2)
     drains = np.where(of_writes > 0, np.floor(np.maximum(of_writes - 1.0, 0.0) / half), 0.0)
     tail = np.ceil((of_writes - drains * half) / drain_bw)
-    if dram_mode == "per_operand":
-        tail = _user_replayed_tails(tail, of_writes, dataflow, (s.m, s.n, rows, cols, sc, t, rf, cf), words_of, bw)
+    if dram_mode == "per_operand" or (exact and dram_mode == "unlimited"):
+        tail = _user_replayed_tails(
+            tail, of_writes, dataflow, (s.m, s.n, rows, cols, sc, t, rf, cf), words_of, drain_bw
+        )
     during_if = if_reads - np.minimum(if_reads, fill_if * bw)
     during_f = f_reads - np.minimum(f_reads, fill_f * bw)
     during_of = np.maximum(0.0, of_writes - tail * drain_bw)
     if dram_mode == "unlimited":
         fill_cycles, busy = np.maximum(fill_if, fill_f), lines
-        approximate = np.ones(np.shape(lines), dtype=bool)  # SCALE-Sim CALC's exact replay is not here
+        approximate = np.full(np.shape(lines), not exact)  # SCALE-Sim CALC's exact replay is not here
     elif dram_mode == "per_operand":
         fill_cycles = np.maximum(fill_if, fill_f)
         busy = np.maximum(np.maximum(lines, during_if / bw), np.maximum(during_f / bw, during_of / bw))
         approximate = np.ones(np.shape(lines), dtype=bool)  # SCALE-Sim USER's window walk is not here
+        if exact:  # the walk, where gemm_cost takes it (a dense GEMM or one condensed to whole channels)
+            walked = np.array([g.window_pattern is None for g in s.lowered]) & np.ones(np.shape(lines), dtype=bool)
+            user_if, user_f, user_fill, user_stall = _per_distinct_pair(
+                s, dataflow, design, _user_walk, 4, lambda gemm: gemm.window_pattern is None
+            )
+            if_reads, f_reads = np.where(walked, user_if, if_reads), np.where(walked, user_f, f_reads)
+            fill_cycles = np.where(walked, user_fill, fill_cycles)
+            busy = np.where(walked, np.maximum(lines + user_stall, during_of / bw), busy)
+            approximate = np.zeros(np.shape(lines), dtype=bool)
     else:
         fill_cycles = fill_if + fill_f
         busy = np.maximum(lines, (during_if + during_f + during_of) / bw)
     sram_if, sram_f = array_sram_reads(dataflow, sr, sc, t, rf, cf)
+    if exact:
+        approximate = np.zeros(np.shape(lines), dtype=bool)
     n = s.count
     figures = {
         "cycles": fill_cycles + n * busy + tail,
@@ -208,3 +241,85 @@ def _filter_reads_arrays(
     reads = (cf - 1) * block_fetches(full) + block_fetches(last)
     approximate = (rf > 1) & ((full < epoch) | (last < epoch))
     return reads, approximate
+
+
+# ---------------------------------------------------------------------------------------------------
+# The exact mode's sequential parts: the scalar model's own functions, once per distinct pair
+# ---------------------------------------------------------------------------------------------------
+DesignFigures = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # rows, cols, words_if/f, bw
+
+
+def _pattern_share(s: GemmShapes) -> np.ndarray:
+    """``gemm_cost``'s ifmap share of a GEMM condensed across channels (N:M ``window_pattern``): 1 elsewhere."""
+    share = [g.K / (g.geometry.R * g.geometry.S * g.geometry.C) if g.window_pattern else 1.0 for g in s.lowered]
+    return np.array(share, dtype=float)
+
+
+def _per_distinct_pair(
+    s: GemmShapes,
+    dataflow: str,
+    design: DesignFigures,
+    scalar: Callable[[LoweredGemm, str, tuple[float, ...]], tuple[float, ...]],
+    width: int,
+    only: Callable[[LoweredGemm], bool] = lambda gemm: True,
+) -> tuple[np.ndarray, ...]:
+    """``scalar(gemm, dataflow, design)`` for every (design, GEMM) pair, called once per distinct pair:
+    design-side arrays of shape (designs, 1) against ``s.lowered`` along the last axis. ``scalar`` gets the
+    GEMM, the dataflow and the design's (rows, cols, ifmap words, filter words, DRAM words per cycle) and
+    returns ``width`` figures; GEMMs that ``only`` refuses get NaN."""
+    columns = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in design))
+    shape = np.broadcast_shapes(columns[0].shape, (len(s.lowered),))
+    keys = np.stack([np.broadcast_to(c, shape)[..., 0].ravel() for c in columns], axis=1)
+    distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+    outputs: list[np.ndarray] = []
+    for gemm in s.lowered:
+        if not only(gemm):
+            values = np.full((len(distinct), width), np.nan)
+        else:
+            values = np.array([scalar(gemm, dataflow, tuple(row)) for row in distinct.tolist()], dtype=float)
+        column = values[inverse.ravel()]
+        outputs.append(column.reshape(*shape[:-1], values.shape[1]))
+    stacked = np.stack(outputs, axis=-2)  # (..., gemms, outputs)
+    return tuple(stacked[..., i] for i in range(stacked.shape[-1]))
+
+
+def _calc_reads(gemm: LoweredGemm, dataflow: str, design: tuple) -> tuple[float, float]:
+    """SCALE-Sim CALC's (ifmap, filter) reads of one copy (``gemm_cost`` under ``unlimited``)."""
+    rows, cols, words_if, words_f, _ = design
+    return calc_dram_reads_of(gemm, int(rows), int(cols), dataflow, int(words_if), int(words_f))
+
+
+def _os_filter_walk(s: GemmShapes, cols: np.ndarray, rf: np.ndarray, cf: np.ndarray, epoch: np.ndarray) -> np.ndarray:
+    """``memory.filter_dram_reads`` under os, exactly, without walking the column folds one by one.
+
+    The walk fetches, per column fold, a block of b = K x width words ``rf`` times (``repeated_block_fetches``).
+    With b < W and rf > 1 only the phase p = (words fetched so far) mod W matters: a block fetches b and moves
+    p to p + b while p + b < W; otherwise it re-fetches the W - p words before the boundary and p becomes b.
+    From p = 0 the first j* + 1 blocks (j* = ceil(W / b) - 1) fetch W + b, and every later j* blocks W.
+    The full folds follow that cycle; the last (narrower) fold starts from the phase they leave.
+    """
+    k, n = s.k, s.n
+    full, last = k * cols, k * (n - (cf - 1) * cols)
+    steps = cf - 1  # full column folds before the last
+    repeated = rf > 1
+    # the full folds: thrashing (b >= W) or a single row fold fetch every block rf times / once
+    plain = np.where(repeated, full * rf, full) * steps
+    cycle = np.maximum(1.0, np.ceil(epoch / full) - 1)  # j*
+    later = np.maximum(0.0, steps - (cycle + 1))
+    rest = np.mod(later, cycle)
+    cycled = np.where(steps <= cycle, steps * full, epoch + full + np.floor_divide(later, cycle) * epoch + rest * full)
+    phase_cycled = np.where(steps <= cycle, steps * full, (rest + 1) * full)
+    walked = repeated & (full < epoch)
+    fetched = np.where(walked, cycled, plain)
+    phase = np.where(walked & (steps > 0), phase_cycled, np.mod(fetched, epoch))
+    last_got = np.where(
+        ~repeated, last, np.where(last >= epoch, last * rf, last + np.where(phase + last >= epoch, epoch - phase, 0.0))
+    )
+    return fetched + last_got
+
+
+def _user_walk(gemm: LoweredGemm, dataflow: str, design: tuple) -> tuple[float, float, float, float]:
+    """SCALE-Sim USER's window walk: (ifmap reads, filter reads, fill, read stalls) of one copy."""
+    rows, cols, words_if, words_f, bw = design
+    user = user_mode_traffic_of(gemm, int(rows), int(cols), dataflow, (int(words_if), int(words_f)), bw)
+    return user.ifmap_dram_reads, user.filter_dram_reads, float(user.fill_cycles), float(user.read_stall_cycles)

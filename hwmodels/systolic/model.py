@@ -32,7 +32,7 @@ from mappers.payloads import FoldPlan, TiledPlan
 from templates.systolic import SystolicArch
 
 
-def _tensor_words(op: Op, mapping: Mapping) -> tuple[float, float]:
+def vector_tensor_words(op: Op, mapping: Mapping) -> tuple[float, float]:
     """DRAM words an op on the vector unit reads and writes; resident inputs come from on chip, a look-up
     reads only its rows of a weight table (``Graph.read_numel``)."""
     graph = mapping.graph
@@ -268,7 +268,7 @@ def _fold_core(
         sparse = plan.sparse
         sparse_extra: dict = {}
         if sparse is not None:
-            rd, sram_rd, sram_wr, sparse_extra = _sparse_charges(
+            rd, sram_rd, sram_wr, sparse_extra = sparse_charges(
                 sparse, cost, prices, wb, rd, sram_rd, sram_wr, breakdown
             )
         compute = float(cost.compute_cycles)
@@ -288,7 +288,7 @@ def _fold_core(
             **_pe_utilization(gemm, plan.dense_shape_gemm, arch),
         }
     else:
-        busy, rd_words, wr_words = vector_op_cost(op, arch, _tensor_words(op, mapping))
+        busy, rd_words, wr_words = vector_op_cost(op, arch, vector_tensor_words(op, mapping))
         cycles = busy
         compute = float(math.ceil(op.flops / arch.vector_lanes)) if op.flops else 0.0
         stall = cycles - compute
@@ -310,7 +310,7 @@ def _fold_core(
     )
 
 
-def _sparse_charges(
+def sparse_charges(
     low: SparseLowering, cost, prices: Prices, wb: int, rd: float, sram_rd: float, sram_wr: float, breakdown: dict
 ) -> tuple[float, float, float, dict]:
     """A sparse op's MAC energy (gated / skipped / decoded) and its filter's format: every filter word the

@@ -238,8 +238,15 @@ def calc_dram_reads(gemm: LoweredGemm, arch: SystolicArch) -> tuple[int, int]:
     The filter is always a closed form. The ifmap is one where the epoch boundaries cannot matter,
     otherwise the exact replay of the rule over the im2col stream (memoised per layer shape and array).
     """
-    rows, cols, df = arch.rows, arch.cols, arch.dataflow
-    words_if, words_f = arch.sram_words("ifmap"), arch.sram_words("filter")
+    words = (arch.sram_words("ifmap"), arch.sram_words("filter"))
+    return calc_dram_reads_of(gemm, arch.rows, arch.cols, arch.dataflow, *words)
+
+
+def calc_dram_reads_of(
+    gemm: LoweredGemm, rows: int, cols: int, df: str, words_if: int, words_f: int
+) -> tuple[int, int]:
+    """``calc_dram_reads`` from the design's raw figures (ifmap and filter SRAM words), for batch callers that
+    hold designs as arrays (``hwmodels.systolic.batch``)."""
     ifmap = _closed_form_ifmap(gemm, rows, cols, df, words_if)
     if ifmap is None:
         ifmap = _replayed_ifmap(gemm, rows, cols, df, words_if)
