@@ -35,6 +35,12 @@ def workload_lines(graph: Graph) -> list[str]:
         total = sum(folded.values())
         parts = ", ".join(f"{n} {op_type}" for op_type, n in folded.items())
         lines.append(f"  folded {total} of {graph.meta.get('onnx_nodes', '?')} ONNX nodes into constants ({parts})")
+    bounds = graph.meta.get("data_dependent_bounds") or {}
+    if bounds:
+        shown = "; ".join(list(bounds.values())[:3]) + (f"; ... ({len(bounds)} in all)" if len(bounds) > 3 else "")
+        limit = graph.meta.get("max_detections")
+        how = f"max_detections {limit}" if limit else "the worst case (set workload.max_detections to lower it)"
+        lines.append(f"  data-dependent counts bounded by {how}: {shown}")
     missing = graph.meta.get("weights_missing") or []
     if missing:
         lines.append(

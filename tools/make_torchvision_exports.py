@@ -48,11 +48,36 @@ def _cpu_sdpa_flops(query, key, value, *args, out_shape=None, **kwargs) -> int:
 CUSTOM_FLOPS = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _cpu_sdpa_flops}
 
 
-def torch_macs(model: torch.nn.Module, example: torch.Tensor) -> int:
-    """FlopCounterMode's count / 2. Grad stays on so nn.MultiheadAttention takes its decomposed (counted) path."""
+def torch_macs(model: torch.nn.Module, example: torch.Tensor) -> tuple[int, int]:
+    """FlopCounterMode's count / 2, and the part of it spent in leaf modules that never read the input.
+
+    Weight-only work (Swin v2's position-bias MLP runs on a buffer) is a constant an accelerator computes
+    once, and the importer folds it; it is recorded apart so the test compares like with like. A module
+    reads the input when one of its tensor arguments requires grad: only the input does (weights are
+    frozen), and grad stays on so nn.MultiheadAttention takes its decomposed (counted) path.
+    """
+    weight_only: set[str] = set()
+    hooks = []
+    for module_name, module in model.named_modules():
+        if next(module.children(), None) is not None:
+            continue
+
+        def mark(module, args, kwargs, module_name=module_name):
+            tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+            if tensors and not any(t.requires_grad for t in tensors):
+                weight_only.add(module_name)
+
+        hooks.append(module.register_forward_pre_hook(mark, with_kwargs=True))
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
     with FlopCounterMode(display=False, custom_mapping=CUSTOM_FLOPS) as counter:
-        model(example)
-    return counter.get_total_flops() // 2
+        model(example.clone().requires_grad_(True))
+    for hook in hooks:
+        hook.remove()
+    per_module = counter.get_flop_counts()
+    root = type(model).__name__  # the counter names modules by the root's type and their path below it
+    constant = sum(sum(per_module.get(f"{root}.{name}", {}).values()) for name in weight_only)
+    return counter.get_total_flops() // 2, constant // 2
 
 
 class DetectionOutputs(torch.nn.Module):
@@ -128,7 +153,13 @@ def save_shapes_only(model_proto: onnx.ModelProto, path: Path) -> None:
 def one_model(name: str, folder: Path) -> dict:
     """Export ``name`` with both exporters; the manifest entry for it."""
     model, example, group = build(name)
-    entry: dict = {"group": group, "input": list(example.shape), "torch_macs": torch_macs(model, example)}
+    macs, weight_only = torch_macs(model, example)
+    entry: dict = {
+        "group": group,
+        "input": list(example.shape),
+        "torch_macs": macs,
+        "torch_weight_only_macs": weight_only,
+    }
     for exporter in EXPORTERS:
         path = folder / f"{name}.{exporter}.onnx.gz"
         start = time.perf_counter()
@@ -153,8 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("models", nargs="*", help="default: every classification and segmentation model, and DETECTION")
+    parser.add_argument("--recount", action="store_true", help="only recount torch's MACs of exported models")
     parser.add_argument("--again", action="store_true", help="re-export models the manifest already has")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     args.folder.mkdir(parents=True, exist_ok=True)
     names = args.models or [
         *torchvision.models.list_models(torchvision.models),
@@ -165,6 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     versions = {"torch": torch.__version__, "torchvision": torchvision.__version__, "onnx": onnx.__version__}
     manifest["_versions"] = versions
+    if args.recount:  # torch's counts again, for the models already exported (no export)
+        for name in [n for n in names if n in manifest]:
+            model, example, _ = build(name)
+            manifest[name]["torch_macs"], manifest[name]["torch_weight_only_macs"] = torch_macs(model, example)
+            print(name, manifest[name]["torch_macs"], manifest[name]["torch_weight_only_macs"], flush=True)
+        manifest_path.write_text(json.dumps(dict(sorted(manifest.items())), indent=1) + "\n")
+        return 0
     for name in names:
         if name in manifest and not args.again:
             continue  # made by an earlier run: the script resumes where it stopped

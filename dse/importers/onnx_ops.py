@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dse.graph import Graph, GraphError, OpKind
+from dse.importers.onnx_detection import DATA_DEPENDENT_OPS, DETECTION_OPS, DetectionOps
 from dse.importers.onnx_ops_more import (
     MORE_DATA_MOVEMENT,
     MORE_NARY,
@@ -62,13 +63,15 @@ _OTHER_OPS = (
     "Constant",
     "ConstantOfShape",
 )
-_MORE_TABLES = (*MORE_UNARY, *MORE_NARY, *MORE_DATA_MOVEMENT, *MORE_REDUCE, *MORE_VIEWS, *MORE_OTHER, *QUANT_OPS)
+_MORE_TABLES = (
+    *MORE_UNARY, *MORE_NARY, *MORE_DATA_MOVEMENT, *MORE_REDUCE, *MORE_VIEWS, *MORE_OTHER, *QUANT_OPS, *DETECTION_OPS
+)  # fmt: skip
 SUPPORTED_OP_TYPES: tuple[str, ...] = tuple(
     sorted({*_UNARY_FUNCTIONS, *_BINARY_FUNCTIONS, *_VIEW_OPS, *_OTHER_OPS, *_MORE_TABLES})
 )
 
 
-class OnnxImporter(QuantOps, MoreOps):
+class OnnxImporter(QuantOps, MoreOps, DetectionOps):
     """Walks the ONNX graph once, in its (checker-verified) topological order, converting node by node."""
 
     def __post_init__(self) -> None:
@@ -113,6 +116,8 @@ class OnnxImporter(QuantOps, MoreOps):
             (("QuantizeLinear", "DequantizeLinear"), self._quantize),
             (("QLinearConv", "ConvInteger"), self._conv),
             (("QLinearMatMul", "MatMulInteger"), self._matmul),
+            (DATA_DEPENDENT_OPS, self._selection),
+            (("RoiAlign",), self._roi_align),
         ):
             for op_type in table:
                 self.handlers[op_type] = handler
