@@ -65,6 +65,11 @@ INTEGRATION_MODULES = frozenset(
 # "module.py::test_name" (every parameter) or "module.py::test_name[id]" (one) -> why it runs only with
 # -m slow, naming the default test that covers the same code.
 SLOW_TESTS: dict[str, str] = {
+    "test_torchvision_zoo.py::test_zoo_model_matches_torch": (
+        "imports every stored torchvision export (thousands of nodes each, minutes in all); "
+        "test_small_zoo_models_match_torch runs the same check on resnet18 (both exporters) and "
+        "test_import_absent_data.py covers Shape/Size through absent data and the detection bounds on small graphs"
+    ),
     "test_interrupt.py::test_signal_while_writing_outputs_leaves_no_partial_file[SIGINT]": (
         "the [SIGTERM] case runs the same cleanup (Terminated is a KeyboardInterrupt, so both signals unwind "
         "through the same finally blocks); the SIGINT exit code and message are checked by "
