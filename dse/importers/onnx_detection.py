@@ -52,12 +52,12 @@ def infer_bounded(
     A bound needs its node's input shapes, which may come from an earlier bound (NMS reads the boxes a
     NonZero kept): inference repeats until no new bound is set, once per such stage.
     """
-    inferred = infer_shapes(model, path)
+    inferred = infer_shapes(model, path, data_prop=not bounds)
     for _ in range(len(inferred.graph.node) + 1):
         seeded = _seed_bounds(inferred, max_detections, bounds)
         if not seeded:
             return inferred
-        inferred = infer_shapes(inferred, path)
+        inferred = infer_shapes(inferred, path, data_prop=False)  # folding computes what data propagation would
     return inferred
 
 

@@ -60,7 +60,7 @@ def load_onnx(
     bounds: dict[str, Bound] = {}
     inferred = infer_bounded(model, Path(path), max_detections, bounds)
     folding = fold_constants(inferred, Path(path), lambda t: t.name not in loaded.without_data)
-    for _ in range(3):  # shapes that depended on folded values are concrete now: fold what they free
+    for _ in range(20):  # shapes that depended on folded values (or taken If branches) are concrete now
         if not folding.folded:
             break
         again = fold_constants(
