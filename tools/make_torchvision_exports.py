@@ -21,6 +21,7 @@ import argparse
 import gzip
 import json
 import logging
+import re
 import sys
 import time
 import warnings
@@ -121,8 +122,8 @@ def export(model: torch.nn.Module, example: torch.Tensor, path: Path, exporter: 
         kwargs = {"dynamo": exporter == "dynamo", "opset_version": 18 if exporter == "dynamo" else 17}
         if exporter == "torchscript":
             kwargs.update(input_names=["images"], dynamic_axes={"images": {0: "batch"}})
-        with torch.no_grad():
-            torch.onnx.export(model, (example,), str(path), verbose=False, **kwargs)
+        # grad stays on: under no_grad nn.MultiheadAttention takes a fused fast path the TorchScript exporter refuses
+        torch.onnx.export(model, (example,), str(path), verbose=False, **kwargs)
     model_proto = onnx.load(str(path), load_external_data=True)
     for leftover in path.parent.glob(path.name + "*"):
         leftover.unlink()
@@ -166,7 +167,8 @@ def one_model(name: str, folder: Path) -> dict:
         try:
             proto = export(model, example, folder / f"{name}.{exporter}.onnx", exporter)
         except Exception as err:  # an export torch itself cannot do: recorded, not fatal
-            message = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+            text = re.sub(r"\x1b\[[0-9;]*m", "", str(err)).strip()  # torch colours its messages
+            message = (text.splitlines() or [type(err).__name__])[0][:300]
             entry[exporter] = {"error": f"{type(err).__name__}: {message}"}
             print(f"  {name} {exporter}: export failed: {entry[exporter]['error']}", flush=True)
             continue

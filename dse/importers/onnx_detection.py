@@ -70,7 +70,7 @@ def _seed_bounds(model: onnx.ModelProto, max_detections: int | None, bounds: dic
     for tensor in graph.initializer:
         shapes[tensor.name] = tuple(int(d) for d in tensor.dims)
     constants = {t.name: t for t in graph.initializer}
-    seeded = 0
+    seeded: dict[str, onnx.ValueInfoProto] = {}
     for index, node in enumerate(graph.node):
         if node.op_type not in DATA_DEPENDENT_OPS or node.domain not in ("", "ai.onnx") or not node.output[0]:
             continue
@@ -84,11 +84,12 @@ def _seed_bounds(model: onnx.ModelProto, max_detections: int | None, bounds: dic
         count = worst if max_detections is None else min(worst, max_detections)
         bounds[name] = Bound(name, node.op_type, worst, count)
         rows = (len(shapes[node.input[0]] or ()), count) if node.op_type == "NonZero" else (count, 3)
-        existing = [v for v in graph.value_info if v.name != out]
+        seeded[out] = helper.make_tensor_value_info(out, TensorProto.INT64, list(rows))
+    if seeded:  # the open shapes ONNX recorded for these outputs give way to the bounds
+        existing = [v for v in graph.value_info if v.name not in seeded]
         del graph.value_info[:]
-        graph.value_info.extend([*existing, helper.make_tensor_value_info(out, TensorProto.INT64, list(rows))])
-        seeded += 1
-    return seeded
+        graph.value_info.extend([*existing, *seeded.values()])
+    return len(seeded)
 
 
 def _worst_case(
