@@ -37,10 +37,9 @@ def workload_lines(graph: Graph) -> list[str]:
         lines.append(f"  folded {total} of {graph.meta.get('onnx_nodes', '?')} ONNX nodes into constants ({parts})")
     bounds = graph.meta.get("data_dependent_bounds") or {}
     if bounds:
-        shown = "; ".join(list(bounds.values())[:3]) + (f"; ... ({len(bounds)} in all)" if len(bounds) > 3 else "")
         limit = graph.meta.get("max_detections")
         how = f"max_detections {limit}" if limit else "the worst case (set workload.max_detections to lower it)"
-        lines.append(f"  data-dependent counts bounded by {how}: {shown}")
+        lines.append(f"  data-dependent counts bounded by {how}: {_bounds_text(bounds)}")
     missing = graph.meta.get("weights_missing") or []
     if missing:
         lines.append(
@@ -49,3 +48,20 @@ def workload_lines(graph: Graph) -> list[str]:
             "refused by what needs weights (dse export)"
         )
     return lines
+
+
+def _bounds_text(bounds: dict[str, dict]) -> str:
+    """Per op type: how many nodes, the rows each is costed at and the worst case (a range where they differ)."""
+    by_op: dict[str, list[dict]] = defaultdict(list)
+    for record in bounds.values():
+        by_op[str(record["op"])].append(record)
+
+    def span(values: list[int]) -> str:
+        return str(min(values)) if min(values) == max(values) else f"{min(values)}-{max(values)}"
+
+    parts = []
+    for op_type in sorted(by_op, key=lambda o: (len(by_op[o]), o)):
+        records = by_op[op_type]
+        rows, worst = span([int(r["rows"]) for r in records]), span([int(r["worst_case"]) for r in records])
+        parts.append(f"{len(records)} {op_type} at {rows} rows (worst case {worst})")
+    return "; ".join(parts)

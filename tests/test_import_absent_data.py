@@ -134,15 +134,18 @@ def test_detection_counts_are_bounded_at_the_worst_case_or_max_detections(tmp_pa
     path = detection_model(tmp_path)
     worst = load_onnx(path)
     assert worst.meta["data_dependent_bounds"] == {
-        "nonzero": "NonZero 'nonzero': 150 rows (worst case 150)",
-        "nms": "NonMaxSuppression 'nms': 60 rows (worst case 60)",  # 3 classes x its own cap of 20
+        "nonzero": {"op": "NonZero", "rows": 150, "worst_case": 150},
+        "nms": {"op": "NonMaxSuppression", "rows": 60, "worst_case": 60},  # 3 classes x its own cap of 20
     }
     assert worst.macs == 60 * 4 * 8
     bounded = load_onnx(path, max_detections=10)
     assert bounded.macs == 10 * 4 * 8 and bounded.meta["max_detections"] == 10
-    assert bounded.meta["data_dependent_bounds"]["nms"] == "NonMaxSuppression 'nms': 10 rows (worst case 60)"
+    assert bounded.meta["data_dependent_bounds"]["nms"] == {"op": "NonMaxSuppression", "rows": 10, "worst_case": 60}
     lines = "\n".join(workload_lines(bounded))
-    assert "data-dependent counts bounded by max_detections 10" in lines and "'nms': 10 rows" in lines
+    assert (
+        "data-dependent counts bounded by max_detections 10: 1 NonMaxSuppression at 10 rows (worst case 60); "
+        "1 NonZero at 10 rows (worst case 150)"
+    ) in lines
     assert "set workload.max_detections" in "\n".join(workload_lines(worst))
     assert load_workload(str(path), **{ONNX_MAX_DETECTIONS: 10}).macs == bounded.macs
     with pytest.raises(GraphError, match="max_detections must be a positive integer"):

@@ -40,8 +40,9 @@ class Bound:
     worst_case: int
     bound: int
 
-    def describe(self) -> str:
-        return f"{self.op_type} {self.node!r}: {self.bound} rows (worst case {self.worst_case})"
+    def record(self) -> dict[str, int | str]:
+        """What ``Graph.meta['data_dependent_bounds']`` keeps per node (``dse validate`` shows it)."""
+        return {"op": self.op_type, "rows": self.bound, "worst_case": self.worst_case}
 
 
 def infer_bounded(

@@ -94,7 +94,7 @@ def load_onnx(
         folded_nodes=dict(sorted(folding.folded.items())),
         weights_missing=sorted(loaded.missing_files),
         quantized_precisions=precisions,
-        data_dependent_bounds={b.node: b.describe() for b in bounds.values()},
+        data_dependent_bounds={b.node: b.record() for b in bounds.values()},
         max_detections=max_detections,
         weight_density=measured_weight_density(graph, folding.model),  # applied by `sparsity: measured`
         import_seconds=round(time.perf_counter() - start, 4),
