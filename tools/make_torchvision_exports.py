@@ -75,6 +75,8 @@ def torch_macs(model: torch.nn.Module, example: torch.Tensor) -> tuple[int, int]
         model(example.clone().requires_grad_(True))
     for hook in hooks:
         hook.remove()
+    for parameter in model.parameters():  # frozen weights would send nn.MultiheadAttention down its fused
+        parameter.requires_grad_(True)  # fast path, which the TorchScript exporter refuses
     per_module = counter.get_flop_counts()
     root = type(model).__name__  # the counter names modules by the root's type and their path below it
     constant = sum(sum(per_module.get(f"{root}.{name}", {}).values()) for name in weight_only)
