@@ -36,6 +36,11 @@ def workload_lines(graph: Graph) -> list[str]:
         total = sum(folded.values())
         parts = ", ".join(f"{n} {op_type}" for op_type, n in folded.items())
         lines.append(f"  folded {total} of {graph.meta.get('onnx_nodes', '?')} ONNX nodes into constants ({parts})")
+    bounds = graph.meta.get("data_dependent_bounds") or {}
+    if bounds:
+        limit = graph.meta.get("max_detections")
+        how = f"max_detections {limit}" if limit else "the worst case (set workload.max_detections to lower it)"
+        lines.append(f"  data-dependent counts bounded by {how}: {_bounds_text(bounds)}")
     missing = graph.meta.get("weights_missing") or []
     if missing:
         lines.append(
@@ -67,3 +72,20 @@ def _quantized_layer_lines(graph: Graph) -> list[str]:
     if len(layers) > SHOWN_QUANTIZED_LAYERS:
         lines.append(f"  ... {len(layers) - SHOWN_QUANTIZED_LAYERS} more quantized layers")
     return lines
+
+
+def _bounds_text(bounds: dict[str, dict]) -> str:
+    """Per op type: how many nodes, the rows each is costed at and the worst case (a range where they differ)."""
+    by_op: dict[str, list[dict]] = defaultdict(list)
+    for record in bounds.values():
+        by_op[str(record["op"])].append(record)
+
+    def span(values: list[int]) -> str:
+        return str(min(values)) if min(values) == max(values) else f"{min(values)}-{max(values)}"
+
+    parts = []
+    for op_type in sorted(by_op, key=lambda o: (len(by_op[o]), o)):
+        records = by_op[op_type]
+        rows, worst = span([int(r["rows"]) for r in records]), span([int(r["worst_case"]) for r in records])
+        parts.append(f"{len(records)} {op_type} at {rows} rows (worst case {worst})")
+    return "; ".join(parts)

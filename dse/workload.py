@@ -18,7 +18,7 @@ from dse.importers.scalesim_csv import load_scalesim_csv
 from dse.importers.sparsity import apply_spec_sparsity
 
 MODEL_FILE_SUFFIXES = (".onnx", ".csv")
-_ONNX_OPTIONS = ("symbolic_dims",)
+_ONNX_OPTIONS = ("symbolic_dims", "max_detections")
 
 
 def load_workload(
@@ -32,7 +32,7 @@ def load_workload(
     """Build the Graph for ``model``: a zoo name, a ``.onnx`` path or a SCALE-Sim ``.csv`` path.
 
     Relative paths resolve against ``base_dir`` (the spec file's folder), else the working
-    directory. ``options`` go to the zoo builder; for ONNX only ``symbolic_dims`` is accepted.
+    directory. ``options`` go to the zoo builder; for ONNX ``symbolic_dims`` and ``max_detections``.
     """
     if not isinstance(model, str) or not model.strip():
         raise UserError(f"workload model must be a non-empty string, got {model!r}; {_allowed()}", where="model")

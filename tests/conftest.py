@@ -102,6 +102,11 @@ SLOW_TESTS: dict[str, str] = {
         "ResNet-50 at 224x224, shared DRAM, every other axis: the default random-design test covers the same "
         "code on a small CNN"
     ),
+    "test_torchvision_zoo.py::test_zoo_model_matches_torch": (
+        "imports every stored torchvision export (thousands of nodes each, minutes in all); "
+        "test_small_zoo_models_match_torch runs the same check on resnet18 (both exporters) and "
+        "test_import_absent_data.py covers Shape/Size through absent data and the detection bounds on small graphs"
+    ),
     "test_interrupt.py::test_signal_while_writing_outputs_leaves_no_partial_file[SIGINT]": (
         "the [SIGTERM] case runs the same cleanup (Terminated is a KeyboardInterrupt, so both signals unwind "
         "through the same finally blocks); the SIGINT exit code and message are checked by "

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -69,15 +69,78 @@ def _concrete(info: onnx.ValueInfoProto) -> tuple[int, ...] | None:
     return tuple(dims) if all(d >= 0 for d in dims) else None
 
 
+@dataclass
+class _ShapeTable:
+    """Concrete shapes by value name, completed node by node while folding.
+
+    ONNX's whole-graph inference runs before folding, so an output whose shape depends on a value that
+    folding only now computed (a Shape of a folded mask, a Reshape target built from sizes) is unknown
+    to it. Inferring that one node again with the folded values (``infer_node_outputs``) lets the next
+    Shape fold in the same pass, instead of one whole-graph pass per dependent stage (a Swin has dozens).
+    """
+
+    shapes: dict[str, tuple[int, ...] | None]
+    elem_types: dict[str, int]
+    found: dict[str, onnx.ValueInfoProto] = field(default_factory=dict)  # shapes inferred here
+
+    @classmethod
+    def of(cls, graph: onnx.GraphProto) -> _ShapeTable:
+        shapes: dict[str, tuple[int, ...] | None] = {}
+        elem_types: dict[str, int] = {}
+        for info in (*graph.input, *graph.value_info, *graph.output):
+            shapes[info.name] = _concrete(info)
+            elem_types[info.name] = info.type.tensor_type.elem_type
+        for tensor in graph.initializer:  # Shape/Size of a constant (even one whose data is absent) is its dims
+            shapes[tensor.name] = tuple(int(d) for d in tensor.dims)
+            elem_types[tensor.name] = tensor.data_type
+        return cls(shapes, elem_types)
+
+    def infer(
+        self, node: onnx.NodeProto, value: Callable[[str], np.ndarray | None], opset_imports: Sequence[Any]
+    ) -> None:
+        """The concrete shapes of a kept node's outputs, where whole-graph inference left them open."""
+        outputs = [o for o in node.output if o]
+        if all(self.shapes.get(o) is not None for o in outputs) or node.domain not in ("", "ai.onnx"):
+            return
+        if any(a.g.node for a in node.attribute):  # If/Loop/Scan: their bodies are not inferred here
+            return
+        import onnx
+        from onnx import helper, numpy_helper
+
+        types, data = {}, {}
+        for name in node.input:
+            if not name or name in types:
+                continue
+            elem_type = self.elem_types.get(name, 0)
+            if not elem_type:
+                return
+            types[name] = helper.make_tensor_type_proto(elem_type, self.shapes.get(name))
+            array = value(name)
+            if array is not None:
+                data[name] = numpy_helper.from_array(np.asarray(array), name)
+        try:
+            domain_version = next(o.version for o in opset_imports if o.domain in ("", "ai.onnx"))
+            schema = onnx.defs.get_schema(node.op_type, domain_version, "")
+            inferred = onnx.shape_inference.infer_node_outputs(schema, node, types, data, opset_imports=opset_imports)
+        except Exception:  # no schema, or inference refuses: whole-graph inference and the importer decide
+            return
+        for name, type_proto in inferred.items():
+            info = helper.make_value_info(name, type_proto)
+            shape = _concrete(info)
+            if shape is not None and self.shapes.get(name) is None:
+                self.shapes[name] = shape
+                self.elem_types[name] = type_proto.tensor_type.elem_type
+                self.found[name] = info
+
+
 def fold_constants(model: onnx.ModelProto, path: Path, has_data: Callable[[onnx.TensorProto], bool]) -> FoldResult:
     """Evaluate every node whose inputs are all known constants (or shapes of activations) once."""
     from onnx import numpy_helper
     from onnx.reference import ReferenceEvaluator
 
     graph = model.graph
-    shapes: dict[str, tuple[int, ...] | None] = {}
-    for info in (*graph.input, *graph.value_info, *graph.output):
-        shapes[info.name] = _concrete(info)
+    table = _ShapeTable.of(graph)
+    shapes = table.shapes
     pending = {t.name: t for t in graph.initializer}
     known: dict[str, np.ndarray] = {}
 
@@ -109,6 +172,7 @@ def fold_constants(model: onnx.ModelProto, path: Path, has_data: Callable[[onnx.
             queue.extendleft(reversed(branch))
             result.folded[node.op_type] += 1
             continue
+        table.infer(node, value, model.opset_import)
         outputs = _fold_node(node, shapes, value, opsets, ReferenceEvaluator)
         if outputs is None:
             kept.append(node)
@@ -118,6 +182,7 @@ def fold_constants(model: onnx.ModelProto, path: Path, has_data: Callable[[onnx.
                 continue
             array = np.asarray(array)
             known[name] = array
+            shapes[name] = tuple(int(d) for d in array.shape)
             new_initializers.append(numpy_helper.from_array(array, name))
         result.folded[node.op_type] += 1
     if result.folded:
@@ -125,9 +190,9 @@ def fold_constants(model: onnx.ModelProto, path: Path, has_data: Callable[[onnx.
         del graph.node[:]
         graph.node.extend(kept)
         graph.initializer.extend(new_initializers)
-        remaining = [v for v in graph.value_info if v.name not in folded_names]
+        remaining = [v for v in graph.value_info if v.name not in folded_names and v.name not in table.found]
         del graph.value_info[:]
-        graph.value_info.extend(remaining)
+        graph.value_info.extend([*remaining, *table.found.values()])
         for output in graph.output:
             if output.name in folded_names:
                 raise GraphError(
@@ -174,7 +239,7 @@ def _fold_node(
             return None
     feeds = {name: array for name, array in zip(node.input, inputs) if name}
     try:
-        outputs = evaluator(node, opsets=opsets).run(None, feeds)
+        outputs = _direct(node, inputs, opsets.get("", 0)) or evaluator(node, opsets=opsets).run(None, feeds)
     except Exception:  # the node is left for the importer, which names it if it cannot cost it
         return None
     if any(np.asarray(o).size > FOLD_LIMIT for o in outputs):
@@ -219,3 +284,39 @@ def _bounded_by_inputs(node: onnx.NodeProto, inputs: list[np.ndarray | None]) ->
     if op in _NON_EXPANDING or op == "Concat":
         return sum(sizes) <= FOLD_LIMIT
     return bool(sizes) and math.prod(sizes) <= FOLD_LIMIT and op not in ("Resize", "Pad", "Upsample")
+
+
+def _direct(node: onnx.NodeProto, inputs: list[np.ndarray | None], opset: int) -> list[np.ndarray] | None:
+    """The few ops exporters emit by the thousand, computed straight with numpy (same results as
+    onnx.reference, which costs about a millisecond a node to set up); None: let the evaluator run it."""
+    from onnx import helper, numpy_helper
+
+    op = node.op_type
+    attrs = {a.name: a for a in node.attribute}
+    if op == "Constant":
+        if "value" in attrs:
+            return [numpy_helper.to_array(attrs["value"].t)]
+        if "value_int" in attrs or "value_ints" in attrs:
+            return [np.array(helper.get_attribute_value(next(iter(attrs.values()))), dtype=np.int64)]
+        return None
+    if op == "Identity":
+        return [inputs[0]] if inputs[0] is not None else None
+    if op == "Unsqueeze":
+        axes = attrs["axes"].ints if opset < 13 and "axes" in attrs else inputs[1] if len(inputs) > 1 else None
+        if axes is None or inputs[0] is None:
+            return None
+        rank = inputs[0].ndim + len(axes)
+        return [np.expand_dims(inputs[0], tuple(normalize(int(a), rank) for a in np.asarray(axes).reshape(-1)))]
+    if op == "Concat" and all(a is not None for a in inputs) and "axis" in attrs:
+        return [np.concatenate(inputs, axis=attrs["axis"].i)]  # type: ignore[arg-type]
+    if op == "Gather" and inputs[0] is not None and inputs[1] is not None:
+        axis = attrs["axis"].i if "axis" in attrs else 0
+        return [np.take(inputs[0], inputs[1], axis=axis)]
+    if op == "Cast" and inputs[0] is not None and inputs[0].dtype.kind in "biuf":
+        target = np.dtype(helper.tensor_dtype_to_np_dtype(attrs["to"].i))
+        return [inputs[0].astype(target)] if target.kind in "biuf" else None
+    return None
+
+
+def normalize(axis: int, rank: int) -> int:
+    return axis + rank if axis < 0 else axis

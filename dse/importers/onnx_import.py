@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from dse.graph import PRECISION_BYTES, Graph, GraphError
+from dse.importers.onnx_detection import Bound, infer_bounded
 from dse.importers.onnx_fold import fold_constants
-from dse.importers.onnx_load import fix_input_dims, infer_shapes, read_model
+from dse.importers.onnx_load import fix_input_dims, read_model
 from dse.importers.onnx_ops import SUPPORTED_OP_TYPES, OnnxImporter
 from dse.importers.onnx_standins import restore_foreign_ops
 from dse.importers.sparsity import measured_weight_density
@@ -37,28 +38,37 @@ def load_onnx(
     batch: int | None = None,
     precision: str = "int8",
     symbolic_dims: Mapping[str, int] | None = None,
+    max_detections: int | None = None,
 ) -> Graph:
     """Import an ONNX file as a Graph.
 
     ``batch`` replaces a symbolic or unknown leading (batch) dimension of the graph inputs
     (default 1); a model exported with a fixed batch keeps it, and asking for a different one
     is an error. ``symbolic_dims`` gives values for other symbolic input dimensions by name
-    (for example ``{"sequence": 128}``).
+    (for example ``{"sequence": 128}``). ``max_detections`` bounds every data-dependent count
+    (boxes a NonZero or NonMaxSuppression keeps; default: the worst case, every candidate kept).
     """
     if precision not in PRECISION_BYTES:
         raise GraphError(f"unknown precision {precision!r}; allowed: {', '.join(PRECISION_BYTES)}")
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
         raise GraphError(f"batch must be a positive integer, got {batch!r}")
+    if max_detections is not None and (
+        isinstance(max_detections, bool) or not isinstance(max_detections, int) or max_detections < 1
+    ):
+        raise GraphError(f"max_detections must be a positive integer, got {max_detections!r}")
     start = time.perf_counter()
     loaded = read_model(Path(path))
     model = loaded.model
     fix_input_dims(model, Path(path), batch, dict(symbolic_dims or {}))
-    inferred = infer_shapes(model, Path(path))
+    bounds: dict[str, Bound] = {}
+    inferred = infer_bounded(model, Path(path), max_detections, bounds)
     folding = fold_constants(inferred, Path(path), lambda t: t.name not in loaded.without_data)
-    for _ in range(3):  # shapes that depended on folded values are concrete now: fold what they free
+    for _ in range(20):  # shapes that depended on folded values (or taken If branches) are concrete now
         if not folding.folded:
             break
-        again = fold_constants(infer_shapes(folding.model, Path(path)), Path(path), folding.has_data)
+        again = fold_constants(
+            infer_bounded(folding.model, Path(path), max_detections, bounds), Path(path), folding.has_data
+        )
         folding.model = again.model
         folding.folded.update(again.folded)
         if not again.folded:
@@ -88,6 +98,8 @@ def load_onnx(
         folded_nodes=dict(sorted(folding.folded.items())),
         weights_missing=sorted(loaded.missing_files),
         quantized_precisions=precisions,
+        data_dependent_bounds={b.node: b.record() for b in bounds.values()},
+        max_detections=max_detections,
         weight_density=measured_weight_density(graph, folding.model),  # applied by `sparsity: measured`
         import_seconds=round(time.perf_counter() - start, 4),
     )

@@ -209,12 +209,17 @@ def fix_input_dims(model: onnx.ModelProto, path: Path, batch: int | None, symbol
                 )
 
 
-def infer_shapes(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
-    """ONNX's own shape inference over the concrete inputs: the shapes every derived shape is checked against."""
+def infer_shapes(model: onnx.ModelProto, path: Path, data_prop: bool = True) -> onnx.ModelProto:
+    """ONNX's own shape inference over the concrete inputs: the shapes every derived shape is checked against.
+
+    ``data_prop=False`` where sizes are bounds rather than values (detection counts): propagating data
+    through them would materialise tensors of millions of elements.
+    """
     import onnx
 
+    data_prop = data_prop and _data_prop_is_safe(model)
     try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=_data_prop_is_safe(model))
+        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=data_prop)
     except Exception as err:  # onnx raises several types here (InferenceError, RuntimeError)
         raise GraphError(f"{path}: ONNX shape inference failed: {_first_line(err)}") from None
 

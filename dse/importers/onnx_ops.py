@@ -15,6 +15,7 @@ import numpy as np
 
 from dse.graph import Graph, GraphError, OpKind
 from dse.importers.onnx_contrib import CONTRIB_OPS, ORT_STANDARD_OPS, ContribOps
+from dse.importers.onnx_detection import DATA_DEPENDENT_OPS, DETECTION_OPS, DetectionOps
 from dse.importers.onnx_ops_more import (
     MORE_DATA_MOVEMENT,
     MORE_NARY,
@@ -66,7 +67,8 @@ _OTHER_OPS = (
     "ConstantOfShape",
 )
 _MORE_TABLES = (
-    *MORE_UNARY, *MORE_NARY, *MORE_DATA_MOVEMENT, *MORE_REDUCE, *MORE_VIEWS, *MORE_OTHER, *QUANT_OPS, *ORT_STANDARD_OPS
+    *MORE_UNARY, *MORE_NARY, *MORE_DATA_MOVEMENT, *MORE_REDUCE, *MORE_VIEWS, *MORE_OTHER, *QUANT_OPS, *ORT_STANDARD_OPS,
+    *DETECTION_OPS,
 )  # fmt: skip
 SUPPORTED_OP_TYPES: tuple[str, ...] = tuple(
     sorted({*_UNARY_FUNCTIONS, *_BINARY_FUNCTIONS, *_VIEW_OPS, *_OTHER_OPS, *_MORE_TABLES})
@@ -78,7 +80,7 @@ FOREIGN_OP_TYPES: dict[str, tuple[str, ...]] = {
 }
 
 
-class OnnxImporter(ContribOps, QonnxOps, QuantOps, MoreOps):
+class OnnxImporter(ContribOps, QonnxOps, QuantOps, MoreOps, DetectionOps):
     """Walks the ONNX graph once, in its (checker-verified) topological order, converting node by node."""
 
     def __post_init__(self) -> None:
@@ -123,6 +125,8 @@ class OnnxImporter(ContribOps, QonnxOps, QuantOps, MoreOps):
             (("QuantizeLinear", "DequantizeLinear"), self._quantize),
             (("QLinearConv", "ConvInteger"), self._conv),
             (("QLinearMatMul", "MatMulInteger"), self._matmul),
+            (DATA_DEPENDENT_OPS, self._selection),
+            (("RoiAlign",), self._roi_align),
         ):
             for op_type in table:
                 self.handlers[op_type] = handler

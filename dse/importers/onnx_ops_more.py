@@ -38,6 +38,8 @@ MORE_UNARY: dict[str, str] = {
     "Softsign": "softsign",
     "ThresholdedRelu": "thresholded_relu",
     "Round": "round",
+    "Floor": "floor",
+    "Ceil": "ceil",
     "LRN": "lrn",
     "LpNormalization": "lp_norm",
     "CumSum": "cumsum",

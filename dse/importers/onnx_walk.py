@@ -173,7 +173,9 @@ class GraphWalk:
         if value is None:
             return None
         if not isinstance(value, Constant) or value.value() is None:
-            raise self._error(name, node, f"the {what} (input {index}) must be a constant known at import time")
+            raise self._error(
+                name, node, f"the {what} (input {index}) must be a constant known at import time{self._absent(node)}"
+            )
         return [int(v) for v in np.asarray(value.value()).reshape(-1)]
 
     def _use(self, value: Activation) -> str:
@@ -218,8 +220,31 @@ class GraphWalk:
     def _inferred_shape(self, node: onnx.NodeProto, name: str, output: int = 0) -> tuple[int, ...]:
         shape = self.inferred.get(node.output[output])
         if shape is None:
-            raise self._error(name, node, f"ONNX shape inference gives no concrete shape for output {output}")
+            raise self._error(
+                name, node, f"ONNX shape inference gives no concrete shape for output {output}{self._absent(node)}"
+            )
         return shape
+
+    def _absent(self, node: onnx.NodeProto) -> str:
+        """Why a value is unknown when it derives from an initializer whose data the model does not carry."""
+        producers = {out: n for n in self.model.graph.node for out in n.output}
+        for start in node.input:
+            if not isinstance(self.values.get(start), Constant):
+                continue  # an activation's values never decide a shape here
+            stack, seen = [start], set()
+            while stack:
+                tensor = stack.pop()
+                if tensor in self.without_data:
+                    return (
+                        f"; input {start!r} is computed from initializer {tensor!r}, whose data is absent (its "
+                        "external data file is missing or it is too large to read), and its values decide this "
+                        "node's output shape: import the model with its weight file"
+                    )
+                if tensor in seen or tensor not in producers or isinstance(self.values.get(tensor), Activation):
+                    continue
+                seen.add(tensor)
+                stack.extend(n for n in producers[tensor].input if n)
+        return ""
 
     def _fold_shape_only(self, node: onnx.NodeProto, name: str) -> None:
         """A node that reads only constants too large to evaluate (weights): its outputs stay constants."""

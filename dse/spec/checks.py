@@ -17,7 +17,15 @@ from dse.evaluator_options import parse_evaluator_options
 from dse.graph import PRECISION_BYTES
 from dse.space import SCALAR_TYPES, SpaceError, dimension_from_spec
 from dse.spec.messages import Loc, describe, parse_field_path
-from dse.spec.schema import MODEL_FILE_SUFFIXES, ONNX_SYMBOLIC_DIMS, Spec, implied_params, parse_objective
+from dse.spec.schema import (
+    MODEL_FILE_SUFFIXES,
+    ONNX_MAX_DETECTIONS,
+    ONNX_OPTIONS,
+    ONNX_SYMBOLIC_DIMS,
+    Spec,
+    implied_params,
+    parse_objective,
+)
 from dse.workload import confined_path
 from hwmodels.accuracy.data import ACCURACY_METRICS
 from hwmodels.base import METRICS
@@ -206,13 +214,23 @@ def _check_workload_models(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
 
 
 def _check_model_options(options: dict[str, Any], suffix: str, problems: list[tuple[Loc, str]]) -> None:
-    """Zoo models take scalar options; ONNX files only ``symbolic_dims: {name: N}``; SCALE-Sim CSVs none."""
+    """Zoo models take scalar options; ONNX files ``symbolic_dims: {name: N}`` and ``max_detections: N``;
+    SCALE-Sim CSVs none."""
     for key, value in options.items():
         loc: Loc = ("workload", key)
         if suffix == ".csv":
             problems.append((loc, f"a SCALE-Sim topology takes no model options; remove {key}"))
-        elif suffix == ".onnx" and key != ONNX_SYMBOLIC_DIMS:
-            problems.append((loc, f"ONNX models take only {ONNX_SYMBOLIC_DIMS}: {{name: N}}; remove {key}"))
+        elif suffix == ".onnx" and key not in ONNX_OPTIONS:
+            problems.append(
+                (
+                    loc,
+                    f"ONNX models take only {ONNX_SYMBOLIC_DIMS}: {{name: N}} and {ONNX_MAX_DETECTIONS}: N; "
+                    f"remove {key}",
+                )
+            )
+        elif key == ONNX_MAX_DETECTIONS:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                problems.append((loc, f"got {describe(value)}; expected an integer >= 1 (the most boxes kept)"))
         elif suffix == ".onnx":
             if not isinstance(value, dict):
                 problems.append((loc, f"got {describe(value)}; expected a mapping of input dimension name to N"))

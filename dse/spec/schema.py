@@ -28,7 +28,11 @@ from dse.spec.messages import Loc, SpecError, line_of, parse_field_path
 from hwmodels.base import METRICS
 
 MODEL_FILE_SUFFIXES = (".onnx", ".csv")
-ONNX_SYMBOLIC_DIMS = "symbolic_dims"  # the one option the ONNX importer takes: {input dim name: size}
+ONNX_SYMBOLIC_DIMS = "symbolic_dims"  # an option the ONNX importer takes: {input dim name: size}
+# Detection models: the most boxes a data-dependent selection (NonZero, NonMaxSuppression) keeps; an integer >= 1.
+# Without it each such count is its worst case (every candidate kept). dse.importers.onnx_detection applies it.
+ONNX_MAX_DETECTIONS = "max_detections"
+ONNX_OPTIONS = (ONNX_SYMBOLIC_DIMS, ONNX_MAX_DETECTIONS)
 DEFAULT_OBJECTIVES = ("min latency_ms", "min energy_mj")
 FINGERPRINT_VERSION = 1
 

@@ -1,0 +1,85 @@
+"""The torchvision model zoo, shapes only, against torch's own MAC count (issue 31).
+
+tools/make_torchvision_exports.py exported each model once (random weights, both torch exporters) and
+saved it as a user ships a model without its weight file: every tensor of 1 KiB or more points at an
+absent external file. The importer must resolve every shape (Shape/Size over absent buffers, a Swin's
+shape arithmetic) and cost exactly what ``torch.utils.flop_counter.FlopCounterMode`` counts, less the
+work that never reads the input (Swin v2's position-bias MLP), which the importer folds as a constant.
+Detection models' data-dependent box counts are bounded at their worst case; their MACs (backbone and
+heads) do not depend on the count. The whole zoo is slow; the default suite imports the small ones.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import time
+from pathlib import Path
+
+import pytest
+
+from dse.importers import load_onnx
+
+FOLDER = Path(__file__).parent / "data" / "torchvision"
+MANIFEST = json.loads((FOLDER / "manifest.json").read_text()) if (FOLDER / "manifest.json").is_file() else {}
+EXPORTS = sorted(
+    (name, exporter)
+    for name, entry in MANIFEST.items()
+    if not name.startswith("_")
+    for exporter in ("torchscript", "dynamo")
+    if "file" in entry.get(exporter, {})
+)
+DEFAULT = {("resnet18", "torchscript"), ("resnet18", "dynamo")}  # < 0.5 s each; the rest is the slow suite
+
+
+def import_export(name: str, exporter: str, tmp_path: Path):
+    """The shapes-only export of ``name``, imported; its weight file is absent as shipped."""
+    info = MANIFEST[name][exporter]
+    path = tmp_path / info["file"].removesuffix(".gz")
+    path.write_bytes(gzip.decompress((FOLDER / info["file"]).read_bytes()))
+    logging.getLogger("dse.importers").setLevel(logging.ERROR)  # "weights missing" is expected here
+    start = time.perf_counter()
+    graph = load_onnx(path)
+    return graph, time.perf_counter() - start
+
+
+def expected_macs(name: str) -> int:
+    entry = MANIFEST[name]
+    return entry["torch_macs"] - entry.get("torch_weight_only_macs", 0)
+
+
+def check(name: str, exporter: str, tmp_path: Path) -> None:
+    graph, seconds = import_export(name, exporter, tmp_path)
+    assert graph.meta["weights_missing"], "the export was meant to ship without its weight file"
+    assert graph.meta["onnx_nodes"] == MANIFEST[name][exporter]["nodes"]
+    assert graph.macs == expected_macs(name), f"{name} ({exporter}): ours {graph.macs}, torch {expected_macs(name)}"
+    if MANIFEST[name]["group"] == "detection":
+        assert graph.meta["data_dependent_bounds"], "a detection model's box counts are bounded, not refused"
+    assert seconds < 60
+
+
+@pytest.mark.skipif(not MANIFEST, reason="tests/data/torchvision/manifest.json is absent")
+@pytest.mark.parametrize(("name", "exporter"), sorted(DEFAULT))
+def test_small_zoo_models_match_torch(name: str, exporter: str, tmp_path: Path) -> None:
+    check(name, exporter, tmp_path)
+
+
+@pytest.mark.skipif(not MANIFEST, reason="tests/data/torchvision/manifest.json is absent")
+@pytest.mark.parametrize(("name", "exporter"), [e for e in EXPORTS if e not in DEFAULT])
+def test_zoo_model_matches_torch(name: str, exporter: str, tmp_path: Path) -> None:
+    check(name, exporter, tmp_path)
+
+
+def test_manifest_lists_failed_exports_with_their_reason() -> None:
+    """An export torch itself cannot do is recorded with torch's error, never silently dropped."""
+    if not MANIFEST:
+        pytest.skip("tests/data/torchvision/manifest.json is absent")
+    for name, entry in MANIFEST.items():
+        if name.startswith("_"):
+            continue
+        for exporter in ("torchscript", "dynamo"):
+            info = entry[exporter]
+            assert ("file" in info) != ("error" in info), (name, exporter)
+            if "file" in info:
+                assert (FOLDER / info["file"]).is_file()
