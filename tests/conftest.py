@@ -198,9 +198,8 @@ SLOW_TESTS: dict[str, str] = {
     "test_explore.py::test_sigkill_mid_sweep_then_resume_loses_nothing_and_repeats_nothing": (
         "two subprocess sweeps with a spawn pool (10 s): resuming exactly the missing points after an interruption "
         "is checked by default by test_interrupt.py::test_signal_during_sweep_keeps_points_and_resumes[SIGINT], a "
-        "SIGKILL leaving no process of the run by test_faults.py::test_sigkill_of_explore_leaves_no_process_of_the_run"
-        "[local], a store cut short by test_faults.py::test_recover_saves_readable_points_and_explore_evaluates_only_"
-        "the_lost"
+        "store cut short by test_faults.py::test_recover_saves_readable_points_and_explore_evaluates_only_the_lost; "
+        "the fault-injection suite (make test-faults, run by CI) resumes after 22 SIGKILLs at random moments"
     ),
     "test_explore.py::test_local_executor_survives_a_dying_worker": (
         "three spawn pools rebuilt around a worker that exits (9 s); the executor's per-item outcome capture runs by "
@@ -210,6 +209,25 @@ SLOW_TESTS: dict[str, str] = {
         "a subprocess sweep plus a g++ build interrupted; the atomic project writer it relies on is checked by "
         "default by test_faults.py::test_disk_full_while_writing_outputs_leaves_every_file_whole and the export "
         "itself by test_quant.py::test_digits_explore_measures_accuracy_and_export_checks_it"
+    ),
+    "test_interrupt.py::test_signal_while_writing_outputs_leaves_no_partial_file[SIGTERM]": (
+        "a subprocess sweep interrupted while it writes its outputs (9 s): the fault-injection suite (make "
+        "test-faults, run by CI) SIGKILLs output-only runs on the local pool and Dask and checks every file whole, "
+        "and test_faults.py::test_disk_full_while_writing_outputs_leaves_every_file_whole checks the atomic writers "
+        "by default"
+    ),
+    "test_faults.py::test_sigkill_of_explore_leaves_no_process_of_the_run[local]": (
+        "a subprocess sweep with a spawn pool killed (4 s): the fault-injection suite (make test-faults, run by CI) "
+        "kills 22 runs at seeded random moments and checks after each that no process of the run is left"
+    ),
+    "test_import_real_models.py::test_transformer_encoder[dynamo]": (
+        "the dynamo export of the encoder (6 s); [torchscript] imports the same model by default, and the dynamo "
+        "exporter's attention graph is imported by default in test_attention_blocks[mha-dynamo] and "
+        "[llama_block-dynamo]"
+    ),
+    "test_import_real_models.py::test_attention_blocks[gpt2_block-dynamo]": (
+        "GPT-2's block through the dynamo exporter; [gpt2_block-torchscript] imports it by default and "
+        "[llama_block-dynamo] the dynamo graph of a causal block"
     ),
     "test_ofmap_drain.py::test_drain_replay_matches_scalesim_write_buffer[shape0-ws-8-8-2048]": (
         "SCALE-Sim's write-buffer replay for one more ws shape; [shape3-ws-8-12-4096] and [shape6-ws-16-8-3000] run "
