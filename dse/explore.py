@@ -262,7 +262,7 @@ class Sweep:
         if self.strategy.replays:
             for i, key in enumerate(keys):
                 log.setdefault(key, []).append((self.strategy.tag, self.proposed + i, key))
-        results: dict[str, PointRecord] = self.store.get_many(keys)
+        results: dict[str, PointRecord] = {k: r for k, r in self.store.get_many(keys).items() if not r.transient}
         fresh: dict[str, Mapping[str, Any]] = {}
         for proposal, key in zip(proposals, keys):
             if key not in results and key not in fresh:

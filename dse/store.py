@@ -32,6 +32,9 @@ if TYPE_CHECKING:  # pandas is imported where frames are built: pool workers imp
 STORE_FILE = "store.sqlite"
 _RECORD_COLUMNS = "key, params, status, metrics, reason, eval_s, evaluator, exact, fingerprint, seq, solver"
 POINT_ID_LENGTH = 12
+# Failure reasons that say the machine failed the point (the worker process died, Dask lost it, memory ran out),
+# not that the point cannot be evaluated: a resumed run evaluates such points again.
+TRANSIENT_FAILURES = ("WorkerCrashed", "KilledWorker", "MemoryError")
 # PRAGMA user_version of the stores this code writes; a store with a higher one was written by a newer dse
 STORE_SCHEMA_VERSION = 1
 
@@ -164,6 +167,12 @@ class PointRecord:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def transient(self) -> bool:
+        """A failure of the machine, not of the point (its worker died or ran out of memory): evaluated again
+        when the run resumes, rather than kept as the point's result."""
+        return self.status == "failed" and (self.reason or "").startswith(TRANSIENT_FAILURES)
 
 
 class StoreUnreadable(UserError):
@@ -360,15 +369,23 @@ class Store:
     def put_many(self, records: Sequence[PointRecord], proposals: Iterable[tuple[str, int, str]] = ()) -> None:
         """Store records (and the search's proposal log entries ``(tag, n, key)``) in one transaction.
 
-        A key already present keeps its first result: a point is evaluated once.
+        A key already present keeps its first result: a point is evaluated once, unless that result is a
+        transient failure (``PointRecord.transient``), which the new result replaces in its place (same seq).
         """
         with self._transaction():
             (next_seq,) = self._db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM points").fetchone()
             for record in records:
-                if self._db.execute("SELECT 1 FROM points WHERE key = ?", (record.key,)).fetchone():
-                    continue
-                record.seq = next_seq
-                next_seq += 1
+                stored = self._db.execute(
+                    "SELECT status, reason, seq FROM points WHERE key = ?", (record.key,)
+                ).fetchone()
+                if stored is not None:
+                    if not PointRecord(record.key, {}, stored[0], reason=stored[1]).transient:
+                        continue
+                    self._db.execute("DELETE FROM points WHERE key = ?", (record.key,))
+                    record.seq = stored[2]
+                else:
+                    record.seq = next_seq
+                    next_seq += 1
                 self._db.execute(
                     "INSERT INTO points (key, point_id, seq, fingerprint, params, metrics, status, reason, eval_s,"
                     " evaluator, exact, created, solver) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -380,3 +382,26 @@ def test_executor_connects_to_a_running_scheduler():
             outcomes = sorted(executor.map(_explode, [1, 3, 5]), key=lambda o: o.index)
         assert [o.value for o in outcomes] == [10, None, 50]
         assert outcomes[1].error == "RuntimeError: boom"
+
+
+def test_points_the_machine_failed_are_evaluated_again_on_resume(tmp_path, monkeypatch):
+    """A point whose worker died or ran out of memory failed for the machine, not for itself: the resumed run
+    evaluates it again and its result takes the failure's place (same seq); a point's own failure is kept."""
+    first = _run(tmp_path / "run", _spec("random", 12, seed=2))
+    keys = list(first.points.sort_values("seq")["point_id"])
+    with Store.open(tmp_path / "run") as store:
+        records = {r.point_id: r for r in store.records()}
+    crashed, lost, own = (records[keys[i]] for i in (3, 5, 7))
+    with closing(sqlite3.connect(tmp_path / "run" / "store.sqlite")) as db, db:  # as a crash would have left them
+        for record, reason in ((crashed, "WorkerCrashed: died"), (lost, "MemoryError: "), (own, "ValueError: bad")):
+            db.execute("UPDATE points SET status = 'failed', reason = ? WHERE key = ?", (reason, record.key))
+    log = tmp_path / "evals.jsonl"
+    monkeypatch.setenv(EVAL_LOG_ENV, str(log))
+    again = _run(tmp_path / "run", _spec("random", 12, seed=2))
+    assert (again.evaluated, again.reused) == (2, 10)
+    assert sorted(_keys(read_eval_log(log))) == sorted([crashed.key, lost.key])
+    with Store.open(tmp_path / "run") as store:
+        after = {r.key: r for r in store.records()}
+    assert after[crashed.key].ok and after[lost.key].ok and after[crashed.key].seq == crashed.seq
+    assert after[own.key].reason == "ValueError: bad"
+    assert [r.seq for r in sorted(after.values(), key=lambda r: r.seq)] == list(range(12))
