@@ -551,6 +551,12 @@ def test_precision_the_template_does_not_take(toy: None) -> None:
             ["'fastest energy_mj' is not an objective; write 'min <metric>' or 'max <metric>'"],
         ),
         (
+            TOY_SPEC.replace("[min latency_ms, min energy_mj]", "['', min energy_mj]"),
+            11,
+            "objectives[0]",
+            ["'' is not an objective; write 'min <metric>' or 'max <metric>'"],
+        ),
+        (
             TOY_SPEC.replace("min energy_mj", "min joules"),
             11,
             "objectives[1]",

@@ -159,7 +159,9 @@ def _check_workload_data(spec: Spec, problems: list[tuple[Loc, str]]) -> None:
     metrics need it. Its content (arrays, shapes, labels against the model) is checked where it is read, by the
     family's accuracy model when the evaluator is built (``dse.session.build_evaluator``)."""
     w = spec.workload
-    named = [m for m in [*(o.split()[-1] for o in spec.objectives), *spec.constraints] if m in ACCURACY_METRICS]
+    # a blank objective names nothing here: _check_objectives reports it
+    named_objectives = [o.split()[-1] for o in spec.objectives if o.split()]
+    named = [m for m in [*named_objectives, *spec.constraints] if m in ACCURACY_METRICS]
     if w.data is None:
         if named:
             loc: Loc = ("objectives",) if any(named[0] in o for o in spec.objectives) else ("constraints", named[0])
