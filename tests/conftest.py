@@ -222,12 +222,26 @@ SLOW_TESTS: dict[str, str] = {
     ),
     "test_import_real_models.py::test_transformer_encoder[dynamo]": (
         "the dynamo export of the encoder (6 s); [torchscript] imports the same model by default, and the dynamo "
-        "exporter's attention graph is imported by default in test_attention_blocks[mha-dynamo] and "
-        "[llama_block-dynamo]"
+        "exporter's attention graph is imported by default in test_attention_blocks[llama_block-dynamo]"
     ),
     "test_import_real_models.py::test_attention_blocks[gpt2_block-dynamo]": (
         "GPT-2's block through the dynamo exporter; [gpt2_block-torchscript] imports it by default and "
         "[llama_block-dynamo] the dynamo graph of a causal block"
+    ),
+    "test_scalesim_calc.py::test_every_calc_row_of_the_shared_reference_matches_exactly": (
+        "replays every stored CALC row of the shared SCALE-Sim reference (5 s); test_scalesim_validation.py::"
+        "test_live_calc_compute_exact_and_cycles_within_2_percent runs SCALE-Sim itself in CALC mode by default and "
+        "checks the same model against it"
+    ),
+    "test_import_real_models.py::test_lstm_dynamo": (
+        "the dynamo export of a 2-layer LSTM; test_lstm_torchscript imports the same recurrence by default"
+    ),
+    "test_import_real_models.py::test_local_response_norm_from_torch[dynamo]": (
+        "the dynamo export of the LRN model; [torchscript] and test_lrn_op_alexnet_style import LRN by default"
+    ),
+    "test_import_real_models.py::test_attention_blocks[mha-dynamo]": (
+        "nn.MultiheadAttention through the dynamo exporter; [mha-torchscript] imports it by default and "
+        "[llama_block-dynamo] the dynamo exporter's attention graph"
     ),
     "test_ofmap_drain.py::test_drain_replay_matches_scalesim_write_buffer[shape0-ws-8-8-2048]": (
         "SCALE-Sim's write-buffer replay for one more ws shape; [shape3-ws-8-12-4096] and [shape6-ws-16-8-3000] run "
