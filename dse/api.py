@@ -24,6 +24,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import yaml
 
+from dse import API_NAMES
 from dse.compare import Comparison, compare_dir
 from dse.context import RunContext
 from dse.describe import workload_lines
@@ -45,19 +46,7 @@ from hwmodels.base import METRICS
 
 SpecLike = Spec | str | Path | Mapping[str, Any]  # a Spec, a spec file's path, or a dict of the file's fields
 
-__all__ = [
-    "DesignResult",
-    "RunResult",
-    "compare_gpus",
-    "evaluate_design",
-    "explore_spec",
-    "figures",
-    "load_run",
-    "load_spec",
-    "metric_units",
-    "spec_from_dict",
-    "workload_graph",
-]
+__all__ = list(API_NAMES)  # named once, in dse/__init__.py, which loads this module lazily
 
 
 @dataclass(frozen=True)

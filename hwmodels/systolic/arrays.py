@@ -23,11 +23,11 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from dse.graph import Graph
-from hwmodels.base import design_figures, graph_batch
+from hwmodels.base import graph_batch
 from hwmodels.systolic.batch import GemmShapes, gemm_cost_arrays
 from hwmodels.systolic.compute import LoweredGemm
 from hwmodels.systolic.cost import GemmCost, vector_busy_cycles
-from hwmodels.systolic.model import sparse_charges, vector_tensor_words
+from hwmodels.systolic.model import sparse_charges, systolic_values, vector_tensor_words
 from hwmodels.systolic.pricing import Prices, design_prices, gemm_energy_pj, vector_energy_pj
 from hwmodels.systolic.sparse import SparseLowering
 from mappers.base import Mapping
@@ -228,25 +228,11 @@ class _MappedGroup:
             self._vector_layers(arch, prices, bw, cycle_s, leak_w, totals, sums)
         total_cycles = sums["cycles"]
         total_macs = sums["macs"]
-        design = design_figures(
-            seconds=total_cycles * cycle_s,
-            energy_pj=sum(totals.values()),
-            ops=2 * total_macs,
-            batch=self.batch,
-        )
         area_total = sum(prices.area_mm2.values())
-        values = {
-            "latency_cycles": total_cycles,
-            "latency_ms": design.latency_ms,
-            "throughput_ips": design.throughput_ips,
-            "energy_mj": design.energy_mj,
-            "edp": design.edp,
-            "area_mm2": area_total,
-            "power_w": design.power_w,
-            "utilization": np.divide(sums["mac_cycles"], total_macs, out=np.zeros(shape), where=total_macs > 0),
-            "dram_mb": sums["dram_bytes"] / 1e6,
-            "tops_per_w": design.tops_per_w,
-        }
+        utilization = np.divide(sums["mac_cycles"], total_macs, out=np.zeros(shape), where=total_macs > 0)
+        values = systolic_values(
+            total_cycles, total_macs, totals, area_total, utilization, sums["dram_bytes"], cycle_s, self.batch
+        )
 
         def flat(d: dict) -> dict[str, np.ndarray]:
             return {k: np.broadcast_to(np.asarray(v, dtype=float), shape)[:, 0] for k, v in d.items()}

@@ -107,26 +107,32 @@ class SystolicModel:
             mac_weighted_cycles += util * macs
             dram_bytes += rd + wr
 
-        design = design_figures(
-            seconds=total_cycles * cycle_s,
-            energy_pj=sum(totals.values()),
-            ops=2 * total_macs,
-            batch=graph_batch(mapping.graph),
+        utilization = mac_weighted_cycles / total_macs if total_macs else 0.0
+        values = systolic_values(
+            total_cycles, total_macs, totals, area_total, utilization, dram_bytes, cycle_s, graph_batch(mapping.graph)
         )
-        values = {
-            "latency_cycles": total_cycles,
-            "latency_ms": design.latency_ms,
-            "throughput_ips": design.throughput_ips,
-            "energy_mj": design.energy_mj,
-            "edp": design.edp,
-            "area_mm2": area_total,
-            "power_w": design.power_w,
-            "utilization": mac_weighted_cycles / total_macs if total_macs else 0.0,
-            "dram_mb": dram_bytes / 1e6,
-            "tops_per_w": design.tops_per_w,
-        }
         info = {"mapper": mapping.mapper, "area_breakdown_mm2": area, "tech": tech.name, "dram_mode": arch.dram_mode}
         return Metrics(values=values, energy_breakdown_pj=totals, layers=layers, info=info)
+
+
+def systolic_values(total_cycles, total_macs, totals, area_mm2, utilization, dram_bytes, cycle_s, batch):  # noqa: ANN001, ANN201
+    """A systolic design's metric values from its totals: numbers (the model) or numpy columns (the array path,
+    ``hwmodels.systolic.arrays``), one formula for both."""
+    design = design_figures(
+        seconds=total_cycles * cycle_s, energy_pj=sum(totals.values()), ops=2 * total_macs, batch=batch
+    )
+    return {
+        "latency_cycles": total_cycles,
+        "latency_ms": design.latency_ms,
+        "throughput_ips": design.throughput_ips,
+        "energy_mj": design.energy_mj,
+        "edp": design.edp,
+        "area_mm2": area_mm2,
+        "power_w": design.power_w,
+        "utilization": utilization,
+        "dram_mb": dram_bytes / 1e6,
+        "tops_per_w": design.tops_per_w,
+    }
 
 
 @dataclass(frozen=True)
