@@ -35,6 +35,13 @@ POINT_ID_LENGTH = 12
 # Failure reasons that say the machine failed the point (the worker process died, Dask lost it, memory ran out),
 # not that the point cannot be evaluated: a resumed run evaluates such points again.
 TRANSIENT_FAILURES = ("WorkerCrashed", "KilledWorker", "MemoryError")
+
+
+def failed_transiently(status: str, reason: str | None) -> bool:
+    """Whether a stored result is a failure of the machine rather than of the point (``TRANSIENT_FAILURES``)."""
+    return status == "failed" and (reason or "").startswith(TRANSIENT_FAILURES)
+
+
 # PRAGMA user_version of the stores this code writes; a store with a higher one was written by a newer dse
 STORE_SCHEMA_VERSION = 1
 
@@ -172,7 +179,7 @@ class PointRecord:
     def transient(self) -> bool:
         """A failure of the machine, not of the point (its worker died or ran out of memory): evaluated again
         when the run resumes, rather than kept as the point's result."""
-        return self.status == "failed" and (self.reason or "").startswith(TRANSIENT_FAILURES)
+        return failed_transiently(self.status, self.reason)
 
 
 class StoreUnreadable(UserError):
@@ -379,7 +386,7 @@ class Store:
                     "SELECT status, reason, seq FROM points WHERE key = ?", (record.key,)
                 ).fetchone()
                 if stored is not None:
-                    if not PointRecord(record.key, {}, stored[0], reason=stored[1]).transient:
+                    if not failed_transiently(stored[0], stored[1]):
                         continue
                     self._db.execute("DELETE FROM points WHERE key = ?", (record.key,))
                     record.seq = stored[2]

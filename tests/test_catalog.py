@@ -358,3 +358,12 @@ def test_die_overheads_reproduce_the_tpu_v1_floor_plan_shares():
     assert shares["control"] * core == pytest.approx(0.02)
     assert shares["io"] * core == pytest.approx(0.10)
     assert (1 + sum(shares.values())) * core == pytest.approx(1.0)  # the blocks and overheads make the whole die
+
+
+def test_the_silicon_derived_densities_rest_on_this_catalog_s_own_7nm_figures():
+    """The two TPU v4i ratios divide by the catalog's own 7 nm bitcell and 16-bit float PE cell area: a change to
+    either must change the ratio with it, not leave a stale constant behind."""
+    n7 = get_tech("7nm")
+    assert catalog.SRAM_ARRAY_EFFICIENCY.value == pytest.approx(2**30 * n7.sram_bitcell_um2.value * 1e-6 / 112.0)
+    cell_um2 = n7.pe_area_mm2(16, "fp") * 1e6
+    assert catalog.LOGIC_UTILIZATION.value == pytest.approx(cell_um2 / (14e6 / (128 * 128)), rel=1e-3)

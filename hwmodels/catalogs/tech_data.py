@@ -137,7 +137,7 @@ SRAM_ACCESS_FIXED_SHARE = Sourced(
 # it), against the catalog's 7 nm bitcell (0.027 um^2, IEDM 2016): 2**30 bits x 0.027e-6 mm^2 / 112 mm^2.
 CMEM_BITS, CMEM_MM2 = 2**30, 112.0
 SRAM_ARRAY_EFFICIENCY = Sourced(
-    CMEM_BITS * 0.027e-6 / CMEM_MM2,
+    CMEM_BITS * SRAM_BITCELL_UM2[7].value * 1e-6 / CMEM_MM2,
     "bitcell area / on-die buffer area",
     "the share of an on-die SRAM buffer that is bitcells, periphery, banking and the buffer's wiring included: "
     "TPU v4i's 128 MiB CMEM takes 112 mm^2 at 7 nm (Jouppi et al., ISCA 2021, Fig. 6; the figure AccelForge "
