@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
 import sqlite3
 from collections.abc import Callable
@@ -15,6 +16,8 @@ from pathlib import Path
 
 PARTIAL_MARK = ".partial"  # in the name of every temporary file, so a test can look for any left behind
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+# the temporary name atomic_write gives: .NAME.PID-HEX.partialSUFFIX
+TEMPORARY_NAME = re.compile(rf"^\..+\.(?P<pid>\d+)-[0-9a-f]{{12}}{re.escape(PARTIAL_MARK)}")
 
 
 def is_disk_full(exc: BaseException) -> bool:
@@ -33,6 +36,7 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path.parent)
     # named before anything exists on disk, so a signal at any moment is inside the try that removes it
     temporary = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(6)}{PARTIAL_MARK}{path.suffix}")
     try:
@@ -50,3 +54,30 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
 def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> Path:
     """``atomic_write`` of a text file."""
     return atomic_write(path, lambda temporary: temporary.write_text(text, encoding=encoding))
+
+
+def remove_stale_temporaries(folder: Path) -> list[Path]:
+    """Remove the temporary files that a writer killed outright (SIGKILL, power loss) left in ``folder``.
+
+    No handler runs on SIGKILL, so its hidden ``.partial`` file stays; the next write into the folder removes
+    every one whose process is gone (a live writer's file, this process's included, is left alone)."""
+    removed = []
+    for entry in os.scandir(folder):
+        match = TEMPORARY_NAME.match(entry.name)
+        if match and not process_alive(int(match["pid"])):
+            Path(entry.path).unlink(missing_ok=True)
+            removed.append(Path(entry.path))
+    return removed
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id exists (one of another user counts as alive)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -63,3 +66,17 @@ def test_write_comparison_keeps_the_old_csvs_when_writing_fails(tmp_path: Path, 
         write_comparison(tmp_path, changed)
     assert {name: (tmp_path / name).read_text() for name in before} == before
     assert leftovers(tmp_path) == []
+
+
+def test_a_write_removes_the_temporaries_a_killed_writer_left_and_keeps_a_live_ones(tmp_path: Path) -> None:
+    """SIGKILL runs no handler, so its temporary file stays; the next write into the folder removes it."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(gone.stdout)
+    debris = tmp_path / f".points.csv.{dead_pid}-0123456789ab{PARTIAL_MARK}.csv"
+    live = tmp_path / f".report.html.{os.getpid()}-ba9876543210{PARTIAL_MARK}.html"
+    debris.write_text("half a ")
+    live.write_text("being written")
+    atomic_write_text(tmp_path / "pareto.csv", "a\n")
+    assert not debris.exists()
+    assert live.exists()
+    assert (tmp_path / "pareto.csv").read_text() == "a\n"
