@@ -54,7 +54,11 @@ def print_row(row: SiliconRow) -> None:
             f"({ours / published - 1:+.0%})"
         )
     if chip.power_w is not None:
-        rate = f" at the published {chip.rate_ips.value:g} inf/s" if chip.rate_ips else " over the model's latency"
+        rate = " over the model's latency"
+        if chip.rate_ips is not None:
+            rate = f" at the published {chip.rate_ips.value:g} inf/s"
+        elif chip.rate_macs_per_s is not None:
+            rate = f" at the published {chip.rate_macs_per_s.value / 1e12:g} TMAC/s"
         print(
             f"   power: ours {_num(row.power_w, 'W')}{rate}, published {_num(chip.power_w.value, 'W')}, "
             f"error {_err(row.power_error)}"

@@ -56,14 +56,21 @@ def chip_graph(chip: PublishedChip) -> Graph:
 
 
 def chip_power_w(chip: PublishedChip, metrics: Metrics) -> float:
-    """The model's power as the paper measured it: the included energy components per evaluation, at the
-    published inference rate when there is one, else over the model's own latency."""
-    energy_pj = sum(v for k, v in metrics.energy_breakdown_pj.items() if k not in chip.power_excludes)
-    if chip.rate_ips is not None:
-        inferences = chip.workload.batch
-        return energy_pj * 1e-12 / inferences * chip.rate_ips.value
+    """The model's power as the paper measured it, from the energy components the published figure includes:
+    the switching energy per MAC (or per inference) at the published MAC rate (or inference rate) when there is
+    one, else over the model's own latency; leakage is a power, taken over the model's latency either way."""
+    included = {k: v for k, v in metrics.energy_breakdown_pj.items() if k not in chip.power_excludes}
     seconds = metrics["latency_ms"] * 1e-3
-    return energy_pj * 1e-12 / seconds if seconds > 0 else math.nan
+    if seconds <= 0:
+        return math.nan
+    static_w = included.pop("leakage", 0.0) * 1e-12 / seconds
+    switching_pj = sum(included.values())
+    if chip.rate_macs_per_s is not None:
+        macs = sum(layer.macs for layer in metrics.layers)
+        return switching_pj * 1e-12 / macs * chip.rate_macs_per_s.value + static_w if macs else math.nan
+    if chip.rate_ips is not None:
+        return switching_pj * 1e-12 / chip.workload.batch * chip.rate_ips.value + static_w
+    return switching_pj * 1e-12 / seconds + static_w
 
 
 def compare_chip(chip: PublishedChip) -> SiliconRow:

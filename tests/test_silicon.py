@@ -14,6 +14,7 @@ import pytest
 
 from dse.evaluate import PointEvaluator
 from dse.silicon import chip_graph, chip_power_w, compare_chip
+from hwmodels.base import LayerMetrics, Metrics
 from hwmodels.catalogs.chips import CHIPS
 from hwmodels.catalogs.tech import UNVERIFIED, get_tech
 
@@ -43,9 +44,10 @@ def test_power_counts_only_what_the_paper_measured_at_its_rate():
     metrics = PointEvaluator(chip_graph(chip), chip.family, fixed={"tech": chip.tech})(dict(chip.point))
     breakdown = metrics.energy_breakdown_pj
     assert breakdown["dram"] > 0 and "dram" in chip.power_excludes
-    core_pj = sum(v for k, v in breakdown.items() if k != "dram")
-    per_inference = core_pj * 1e-12 / chip.workload.batch
-    assert chip_power_w(chip, metrics) == pytest.approx(per_inference * chip.rate_ips.value)
+    switching_pj = sum(v for k, v in breakdown.items() if k not in ("dram", "leakage"))
+    per_inference = switching_pj * 1e-12 / chip.workload.batch
+    leakage_w = breakdown["leakage"] * 1e-12 / (metrics["latency_ms"] * 1e-3)  # a power, not per inference
+    assert chip_power_w(chip, metrics) == pytest.approx(per_inference * chip.rate_ips.value + leakage_w)
     assert chip_power_w(chip, metrics) < metrics["energy_mj"] * 1e-3 / chip.workload.batch * chip.rate_ips.value
 
 
@@ -63,6 +65,21 @@ def test_every_chip_is_sourced_and_says_what_its_figures_include():
             else:
                 assert figure.value > 0 and includes, key
                 assert YEAR.search(figure.source) or figure.source.startswith(UNVERIFIED), key
+
+
+def test_tpu_v1_power_is_priced_per_mac_at_the_published_rate():
+    """TPU v1's busy power was measured on CNN0 near peak: the model's switching energy per MAC on its stand-in
+    workload times the published MAC rate, plus leakage, not the model's own (DRAM-bound) latency."""
+    chip = CHIPS["tpu_v1"]
+    assert chip.rate_macs_per_s is not None and chip.rate_ips is None
+    layer = LayerMetrics("a", "conv", 1.0, 1.0, 0.0, 10**6, 1.0, 0.0, 0.0)
+    metrics = Metrics(
+        values={"latency_ms": 2.0},
+        energy_breakdown_pj={"mac": 3e6, "sram": 1e6, "dram": 5e6, "leakage": 4e6},
+        layers=[layer],
+    )
+    switching_w = 4e6 * 1e-12 / 1e6 * chip.rate_macs_per_s.value  # 4 pJ per MAC, DRAM left out
+    assert chip_power_w(chip, metrics) == pytest.approx(switching_w + 4e6 * 1e-12 / 2e-3)
 
 
 def test_chips_without_figures_are_not_evaluated():
