@@ -23,7 +23,8 @@ YEAR = re.compile(r"\b(19|20)\d\d\b")
 # (low, high) relative error of the model against the published figure, as measured when the band was set
 # (see the report of issue #28): a change to the area or energy model that moves a figure out of its band
 # must update the band on purpose. The 30 % target is not met on area: see benchmarks/silicon_compare.py.
-# area: the per-PE scratchpads (0.5 KB each) and the RLC codecs have no area in the model yet; power: the target
+# area: the per-PE scratchpads (0.5 KB each) and the RLC codecs have no area in the model yet (the band holds the
+# CACTI 7-shaped SRAM macros of this model: -61 %); power: the target
 EYERISS_BANDS = {"area": (-0.75, -0.55), "power": (-0.30, 0.30)}
 
 
@@ -37,6 +38,9 @@ def test_eyeriss_area_and_power_stay_in_their_bands(eyeriss):
     assert low <= eyeriss.area_error <= high, eyeriss.area_error
     low, high = EYERISS_BANDS["power"]
     assert low <= eyeriss.power_error <= high, eyeriss.power_error
+    # a figure outside the 30 % target says why (printed by benchmarks/silicon_compare.py)
+    assert abs(eyeriss.area_error) <= 0.30 or len(eyeriss.chip.misses.get("area", "")) > 80
+    assert eyeriss.area_blocks["sram"] > 0 and set(eyeriss.power_parts) == {"switching", "leakage"}
 
 
 def test_power_counts_only_what_the_paper_measured_at_its_rate():
