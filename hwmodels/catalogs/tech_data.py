@@ -240,7 +240,8 @@ CACTI7 = (
     "in hwcomponents-cacti 1.0.40 (PyPI), built and run on 2026-11-27: cache type ram, 1 read-write port, 1 bank, "
     "itrs-hp cells and periphery, area-optimal organisation (design objective 0:0:0:0:100), 65 nm; the line "
     "'Area efficiency (Memory cell area/Total area)' of its output. At 32 nm the same runs give the same shares "
-    "within 0.06 (the share is a property of the organisation, not of the node)"
+    "within 0.06 (the share is a property of the organisation, not of the node). "
+    "tools/cacti_sram_table.py re-runs these configurations and checks the table"
 )
 
 
