@@ -16,7 +16,8 @@ from dse.evaluate import PointEvaluator
 from dse.silicon import chip_graph, chip_power_w, compare_chip
 from hwmodels.base import LayerMetrics, Metrics
 from hwmodels.catalogs.chips import CHIPS
-from hwmodels.catalogs.tech import UNVERIFIED, get_tech
+from hwmodels.catalogs.tech import DIE_OVERHEAD, UNVERIFIED, get_tech
+from hwmodels.systolic.pricing import ONE_REGISTER_EACH, pe_local_storage_mm2
 
 YEAR = re.compile(r"\b(19|20)\d\d\b")
 
@@ -41,6 +42,17 @@ def test_eyeriss_area_and_power_stay_in_their_bands(eyeriss):
     # a figure outside the 30 % target says why (printed by benchmarks/silicon_compare.py)
     assert abs(eyeriss.area_error) <= 0.30 or len(eyeriss.chip.misses.get("area", "")) > 80
     assert eyeriss.area_blocks["sram"] > 0 and set(eyeriss.power_parts) == {"switching", "leakage"}
+
+
+def test_eyeriss_scratchpads_priced_per_pe_close_its_area_miss(eyeriss):
+    """The template keeps one register per operand, so Eyeriss' 0.5 KB of scratchpad per PE has no area yet;
+    ``pe_local_storage_mm2`` prices those stores (224 weights in an SRAM macro, 12 inputs and 24 partial sums in
+    registers, all 16 bits wide) and, with the die overheads around them, brings the core within the 30 % target."""
+    node = get_tech(eyeriss.chip.tech)
+    assert pe_local_storage_mm2(node, 16, 16, ONE_REGISTER_EACH) == 0
+    depths = {"weight": 224, "input": 12, "psum": 24}
+    extra = 168 * pe_local_storage_mm2(node, 16, 16, depths) * (1 + sum(s.value for s in DIE_OVERHEAD.values()))
+    assert abs((eyeriss.area_mm2 + extra) / eyeriss.chip.area_mm2.value - 1) <= 0.30
 
 
 def test_power_counts_only_what_the_paper_measured_at_its_rate():
