@@ -48,21 +48,37 @@ def print_row(row: SiliconRow) -> None:
             f"error {_err(row.area_error)}"
         )
         print(f"          published figure: {chip.area_includes}")
+        if row.area_blocks:
+            parts = ", ".join(f"{name} {mm2:.3g}" for name, mm2 in row.area_blocks.items())
+            print(f"          ours by block (mm^2): {parts}")
     for blocks, (ours, published) in row.blocks.items():
         print(
             f"          block {blocks}: ours {ours:.3g} mm^2, published {published:.3g} mm^2 "
             f"({ours / published - 1:+.0%})"
         )
     if chip.power_w is not None:
-        rate = f" at the published {chip.rate_ips.value:g} inf/s" if chip.rate_ips else " over the model's latency"
+        rate = " over the model's latency"
+        if chip.rate_ips is not None:
+            rate = f" at the published {chip.rate_ips.value:g} inf/s"
+        elif chip.rate_macs_per_s is not None:
+            rate = f" at the published {chip.rate_macs_per_s.value / 1e12:g} TMAC/s"
         print(
             f"   power: ours {_num(row.power_w, 'W')}{rate}, published {_num(chip.power_w.value, 'W')}, "
             f"error {_err(row.power_error)}"
         )
+        if row.power_parts:
+            print(
+                f"          ours: switching {row.power_parts['switching']:.3g} W + leakage "
+                f"{row.power_parts['leakage']:.3g} W"
+            )
         print(f"          published figure: {chip.power_includes}")
         print(f"          left out of ours: {', '.join(chip.power_excludes) or 'nothing'}")
     for what, reason in chip.not_comparable.items():
         print(f"   {what} not compared: {reason}")
+    for what, reason in chip.misses.items():
+        error = {"area": row.area_error, "power": row.power_error}.get(what, math.nan)
+        if math.isnan(error) or abs(error) > TARGET:
+            print(f"   why {what} misses: {reason}")
     if not math.isnan(row.latency_ms):
         print(f"   model latency: {row.latency_ms:.4g} ms per evaluation")
 

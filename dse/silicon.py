@@ -8,7 +8,7 @@ not import benchmarks. ``benchmarks/silicon_compare.py`` prints the table.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dse.evaluate import PointEvaluator
@@ -30,6 +30,8 @@ class SiliconRow:
     power_w: float
     latency_ms: float
     blocks: dict[str, tuple[float, float]]  # model block(s) -> (model mm^2, published mm^2)
+    area_blocks: dict[str, float] = field(default_factory=dict)  # the model's area by block
+    power_parts: dict[str, float] = field(default_factory=dict)  # 'switching' | 'leakage' -> W
 
     @property
     def area_error(self) -> float:
@@ -55,15 +57,29 @@ def chip_graph(chip: PublishedChip) -> Graph:
     return build(w.model, batch=w.batch, precision=w.precision)
 
 
-def chip_power_w(chip: PublishedChip, metrics: Metrics) -> float:
-    """The model's power as the paper measured it: the included energy components per evaluation, at the
-    published inference rate when there is one, else over the model's own latency."""
-    energy_pj = sum(v for k, v in metrics.energy_breakdown_pj.items() if k not in chip.power_excludes)
-    if chip.rate_ips is not None:
-        inferences = chip.workload.batch
-        return energy_pj * 1e-12 / inferences * chip.rate_ips.value
+def chip_power_parts_w(chip: PublishedChip, metrics: Metrics) -> dict[str, float]:
+    """The model's power as the paper measured it, from the energy components the published figure includes:
+    ``switching``, the energy per MAC (or per inference) at the published MAC rate (or inference rate) when there
+    is one, else over the model's own latency; ``leakage``, a power, taken over the model's latency either way."""
+    included = {k: v for k, v in metrics.energy_breakdown_pj.items() if k not in chip.power_excludes}
     seconds = metrics["latency_ms"] * 1e-3
-    return energy_pj * 1e-12 / seconds if seconds > 0 else math.nan
+    if seconds <= 0:
+        return {"switching": math.nan, "leakage": math.nan}
+    leakage_w = included.pop("leakage", 0.0) * 1e-12 / seconds
+    switching_pj = sum(included.values())
+    if chip.rate_macs_per_s is not None:
+        macs = sum(layer.macs for layer in metrics.layers)
+        switching_w = switching_pj * 1e-12 / macs * chip.rate_macs_per_s.value if macs else math.nan
+    elif chip.rate_ips is not None:
+        switching_w = switching_pj * 1e-12 / chip.workload.batch * chip.rate_ips.value
+    else:
+        switching_w = switching_pj * 1e-12 / seconds
+    return {"switching": switching_w, "leakage": leakage_w}
+
+
+def chip_power_w(chip: PublishedChip, metrics: Metrics) -> float:
+    """The model's power at the published operating point (``chip_power_parts_w`` summed)."""
+    return sum(chip_power_parts_w(chip, metrics).values())
 
 
 def compare_chip(chip: PublishedChip) -> SiliconRow:
@@ -83,6 +99,8 @@ def compare_chip(chip: PublishedChip) -> SiliconRow:
         power_w=chip_power_w(chip, metrics) if chip.power_w is not None else math.nan,
         latency_ms=metrics["latency_ms"],
         blocks=blocks,
+        area_blocks=dict(area),
+        power_parts=chip_power_parts_w(chip, metrics) if chip.power_w is not None else {},
     )
 
 

@@ -248,10 +248,32 @@ def test_sram_energy_grows_with_capacity_and_is_continuous(name):
 @pytest.mark.parametrize("name", NODES_LARGE_TO_SMALL)
 def test_areas_and_leakage_are_linear_where_documented(name):
     node = get_tech(name)
-    assert node.sram_area_mm2(2048) == pytest.approx(2 * node.sram_area_mm2(1024))
+    # linear beyond the largest macro CACTI 7 was run for (4 MiB), where the periphery share stops falling
+    assert node.sram_area_mm2(16384) == pytest.approx(2 * node.sram_area_mm2(8192))
     assert node.sram_area_mm2(0) == 0
     assert node.leakage_w(10.0) == pytest.approx(10 * node.leakage_w(1.0))
     assert node.leakage_w(1.0) == pytest.approx(node.leakage_w_per_mm2.value)
+
+
+def test_sram_area_grows_per_bit_as_macros_shrink_widen_or_split():
+    """CACTI 7's periphery share: a 1 KiB scratchpad is far less dense per bit than a 1 MiB bank, a 256-bit access
+    less dense than a 64-bit one, and a buffer split into banks pays each bank's periphery."""
+    node = get_tech("28nm")
+    per_kib = {kib: node.sram_area_mm2(kib) / kib for kib in (0.25, 1, 16, 1024)}
+    assert per_kib[0.25] > per_kib[1] > per_kib[16] > per_kib[1024]
+    assert per_kib[1] / per_kib[1024] == pytest.approx(0.92556 / 0.67224, rel=1e-3)  # the CACTI runs' ratio
+    assert node.sram_area_mm2(16, width_bits=256) > node.sram_area_mm2(16)
+    assert node.sram_area_mm2(64, banks=16) == pytest.approx(16 * node.sram_area_mm2(4))
+    columns = node.sram_area_mm2(np.array([1.0, 16.0]), banks=2)  # broadcasts over designs
+    assert columns == pytest.approx([node.sram_area_mm2(1.0, banks=2), node.sram_area_mm2(16.0, banks=2)])
+
+
+def test_pe_local_stores_are_registers_when_tiny_and_sram_when_deep():
+    node = get_tech("65nm")
+    one_word = node.local_storage_area_mm2(1, 16)
+    assert one_word == pytest.approx(node.register_file_area_mm2(1, 16) / catalog.LOGIC_UTILIZATION.value)
+    deep = node.local_storage_area_mm2(224, 16)  # Eyeriss' weight scratchpad, 224 x 16 bits
+    assert deep == pytest.approx(node.sram_area_mm2(224 * 2 / 1024, width_bits=16)) and deep < 224 * one_word
 
 
 def test_magnitudes_match_published_ballparks():

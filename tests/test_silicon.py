@@ -14,15 +14,18 @@ import pytest
 
 from dse.evaluate import PointEvaluator
 from dse.silicon import chip_graph, chip_power_w, compare_chip
+from hwmodels.base import LayerMetrics, Metrics
 from hwmodels.catalogs.chips import CHIPS
-from hwmodels.catalogs.tech import UNVERIFIED, get_tech
+from hwmodels.catalogs.tech import DIE_OVERHEAD, UNVERIFIED, get_tech
+from hwmodels.systolic.pricing import ONE_REGISTER_EACH, pe_local_storage_mm2
 
 YEAR = re.compile(r"\b(19|20)\d\d\b")
 
 # (low, high) relative error of the model against the published figure, as measured when the band was set
 # (see the report of issue #28): a change to the area or energy model that moves a figure out of its band
 # must update the band on purpose. The 30 % target is not met on area: see benchmarks/silicon_compare.py.
-# area: the per-PE scratchpads (0.5 KB each) and the RLC codecs have no area in the model yet; power: the target
+# area: the per-PE scratchpads (0.5 KB each) and the RLC codecs have no area in the model yet (the band holds the
+# CACTI 7-shaped SRAM macros of this model: -61 %); power: the target
 EYERISS_BANDS = {"area": (-0.75, -0.55), "power": (-0.30, 0.30)}
 
 
@@ -36,6 +39,20 @@ def test_eyeriss_area_and_power_stay_in_their_bands(eyeriss):
     assert low <= eyeriss.area_error <= high, eyeriss.area_error
     low, high = EYERISS_BANDS["power"]
     assert low <= eyeriss.power_error <= high, eyeriss.power_error
+    # a figure outside the 30 % target says why (printed by benchmarks/silicon_compare.py)
+    assert abs(eyeriss.area_error) <= 0.30 or len(eyeriss.chip.misses.get("area", "")) > 80
+    assert eyeriss.area_blocks["sram"] > 0 and set(eyeriss.power_parts) == {"switching", "leakage"}
+
+
+def test_eyeriss_scratchpads_priced_per_pe_close_its_area_miss(eyeriss):
+    """The template keeps one register per operand, so Eyeriss' 0.5 KB of scratchpad per PE has no area yet;
+    ``pe_local_storage_mm2`` prices those stores (224 weights in an SRAM macro, 12 inputs and 24 partial sums in
+    registers, all 16 bits wide) and, with the die overheads around them, brings the core within the 30 % target."""
+    node = get_tech(eyeriss.chip.tech)
+    assert pe_local_storage_mm2(node, 16, 16, ONE_REGISTER_EACH) == 0
+    depths = {"weight": 224, "input": 12, "psum": 24}
+    extra = 168 * pe_local_storage_mm2(node, 16, 16, depths) * (1 + sum(s.value for s in DIE_OVERHEAD.values()))
+    assert abs((eyeriss.area_mm2 + extra) / eyeriss.chip.area_mm2.value - 1) <= 0.30
 
 
 def test_power_counts_only_what_the_paper_measured_at_its_rate():
@@ -43,9 +60,10 @@ def test_power_counts_only_what_the_paper_measured_at_its_rate():
     metrics = PointEvaluator(chip_graph(chip), chip.family, fixed={"tech": chip.tech})(dict(chip.point))
     breakdown = metrics.energy_breakdown_pj
     assert breakdown["dram"] > 0 and "dram" in chip.power_excludes
-    core_pj = sum(v for k, v in breakdown.items() if k != "dram")
-    per_inference = core_pj * 1e-12 / chip.workload.batch
-    assert chip_power_w(chip, metrics) == pytest.approx(per_inference * chip.rate_ips.value)
+    switching_pj = sum(v for k, v in breakdown.items() if k not in ("dram", "leakage"))
+    per_inference = switching_pj * 1e-12 / chip.workload.batch
+    leakage_w = breakdown["leakage"] * 1e-12 / (metrics["latency_ms"] * 1e-3)  # a power, not per inference
+    assert chip_power_w(chip, metrics) == pytest.approx(per_inference * chip.rate_ips.value + leakage_w)
     assert chip_power_w(chip, metrics) < metrics["energy_mj"] * 1e-3 / chip.workload.batch * chip.rate_ips.value
 
 
@@ -63,6 +81,21 @@ def test_every_chip_is_sourced_and_says_what_its_figures_include():
             else:
                 assert figure.value > 0 and includes, key
                 assert YEAR.search(figure.source) or figure.source.startswith(UNVERIFIED), key
+
+
+def test_tpu_v1_power_is_priced_per_mac_at_the_published_rate():
+    """TPU v1's busy power was measured on CNN0 near peak: the model's switching energy per MAC on its stand-in
+    workload times the published MAC rate, plus leakage, not the model's own (DRAM-bound) latency."""
+    chip = CHIPS["tpu_v1"]
+    assert chip.rate_macs_per_s is not None and chip.rate_ips is None
+    layer = LayerMetrics("a", "conv", 1.0, 1.0, 0.0, 10**6, 1.0, 0.0, 0.0)
+    metrics = Metrics(
+        values={"latency_ms": 2.0},
+        energy_breakdown_pj={"mac": 3e6, "sram": 1e6, "dram": 5e6, "leakage": 4e6},
+        layers=[layer],
+    )
+    switching_w = 4e6 * 1e-12 / 1e6 * chip.rate_macs_per_s.value  # 4 pJ per MAC, DRAM left out
+    assert chip_power_w(chip, metrics) == pytest.approx(switching_w + 4e6 * 1e-12 / 2e-3)
 
 
 def test_chips_without_figures_are_not_evaluated():

@@ -74,7 +74,8 @@ def test_unified_scratchpad_is_one_memory_with_larger_banks():
     m_unified = SystolicModel().evaluate(SystolicFoldMapper().map(g, unified), unified)
     assert m_unified["latency_cycles"] == m_split["latency_cycles"]
     assert m_unified["dram_mb"] == m_split["dram_mb"]
-    assert m_unified["area_mm2"] == pytest.approx(m_split["area_mm2"])  # the same bits
+    # the same bits in four larger banks instead of six smaller ones: less periphery (CACTI 7's macro shares)
+    assert m_split["area_mm2"] * 0.97 < m_unified["area_mm2"] < m_split["area_mm2"]
     # one access activates a quarter of the unified scratchpad, a sixth of the split SRAMs
     assert m_unified.energy_breakdown_pj["sram"] > m_split.energy_breakdown_pj["sram"]
 

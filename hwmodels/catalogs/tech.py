@@ -45,10 +45,12 @@ from hwmodels.catalogs.tech_data import (
     HOROWITZ_AREA,
     HOROWITZ_ENERGY,
     LOGIC_UTILIZATION,
+    MUX2_AREA_45NM,
     NANGATE,
     SRAM_ACCESS_FIXED_SHARE,
     SRAM_ARRAY_EFFICIENCY,
     SRAM_BITCELL_UM2,
+    SRAM_MACRO_EFFICIENCY,
     STILLMAKER_AREA,
     STILLMAKER_ENERGY,
     VDD,
@@ -254,6 +256,7 @@ class TechNode:
     fp32_add_area_um2: Sourced
     fp32_mult_area_um2: Sourced
     dff_area_um2_per_bit: Sourced
+    mux2_area_um2: Sourced
     sram_bitcell_um2: Sourced
     sram_array_efficiency: Sourced
     sram_access_fixed_share: Sourced
@@ -374,12 +377,41 @@ class TechNode:
         return dram_energy_pj(nbytes, kind)
 
     # ---- areas ---------------------------------------------------------------------------------------
-    def sram_area_mm2(self, capacity_kib: float) -> float:
-        """Macro area of ``capacity_kib`` of SRAM: bitcells / array efficiency (linear in capacity)."""
-        if not np.all(np.asarray(capacity_kib) >= 0):  # numbers or numpy columns of designs
+    def sram_area_mm2(self, capacity_kib, *, width_bits=64, banks=1):  # noqa: ANN001, ANN201 (or numpy columns)
+        """Area of ``capacity_kib`` of SRAM built as ``banks`` equal macros, each accessed ``width_bits`` at a time.
+
+        Each macro: its bitcells over the on-die buffer efficiency measured on silicon (``SRAM_ARRAY_EFFICIENCY``,
+        a large buffer), times how much less dense CACTI 7 finds a macro of that capacity and width than the
+        large-macro limit (``sram_macro_penalty``): a 1 KiB scratchpad pays its decoders and sense amplifiers
+        over few bits. Broadcasts over numpy columns of capacities.
+        """
+        capacity = np.asarray(capacity_kib, dtype=float)
+        if not np.all(capacity >= 0):  # numbers or numpy columns of designs
             raise ValueError(f"capacity_kib must be >= 0, got {capacity_kib!r}")
-        bits = capacity_kib * 1024 * 8
-        return bits * self.sram_bitcell_um2.value / self.sram_array_efficiency.value * 1e-6
+        if isinstance(banks, bool) or not isinstance(banks, int) or banks < 1:
+            raise ValueError(f"banks must be an int >= 1, got {banks!r}")
+        area = capacity * self.sram_mm2_per_kib() * sram_macro_penalty(capacity * 1024 / banks, width_bits)
+        return float(area) if area.ndim == 0 else area
+
+    def sram_mm2_per_kib(self) -> float:
+        """Area of one KiB of a large on-die SRAM buffer (the density small macros are penalised against)."""
+        return 1024 * 8 * self.sram_bitcell_um2.value / self.sram_array_efficiency.value * 1e-6
+
+    def register_file_area_mm2(self, words, bits):  # noqa: ANN001, ANN201 (or numpy columns)
+        """Cell area of ``words`` x ``bits`` of storage built from flip-flops, with a ``words``:1 read multiplexer
+        per bit (a tree of 2:1 cells): what a PE's registers and small register files take before placement."""
+        words = np.asarray(words, dtype=float)
+        cells = words * bits * self.dff_area_um2_per_bit.value + (words - 1) * bits * self.mux2_area_um2.value
+        return cells * 1e-6
+
+    def local_storage_area_mm2(self, words, bits):  # noqa: ANN001, ANN201 (or numpy columns)
+        """Placed area of a PE-local store of ``words`` x ``bits``: flip-flops (placed like the rest of the PE's
+        logic) or an SRAM macro read ``bits`` wide, whichever is smaller, as a designer would choose (Eyeriss
+        keeps its 12- and 24-word scratchpads in registers and its 224-word one in SRAM)."""
+        flops = self.register_file_area_mm2(words, bits) / LOGIC_UTILIZATION.value
+        macro = self.sram_area_mm2(np.asarray(words, dtype=float) * bits / 8 / 1024, width_bits=bits)
+        out = np.minimum(flops, macro)
+        return float(out) if np.ndim(out) == 0 else out
 
     def pe_area_mm2(self, bits: int, number_format: str = "auto") -> float:
         """One systolic PE: multiplier, accumulator adder and pipeline registers.
@@ -411,6 +443,32 @@ class TechNode:
         return area_mm2 * self.leakage_w_per_mm2.value
 
 
+def _efficiency_at(capacity_bytes, rows: tuple) -> np.ndarray:  # noqa: ANN001 (a float or numpy column)
+    """CACTI 7's bitcell share of a macro of ``capacity_bytes`` at one width: log-log interpolation between its
+    runs; below the smallest run the first segment's slope continues, above the largest the share stays put."""
+    sizes = np.log([float(size) for size, _ in rows])
+    shares = np.log([s.value for _, s in rows])
+    x = np.log(np.maximum(np.asarray(capacity_bytes, dtype=float), 1e-30))
+    slope = (shares[1] - shares[0]) / (sizes[1] - sizes[0])
+    inside = np.interp(x, sizes, shares)
+    return np.exp(np.where(x < sizes[0], shares[0] + slope * (x - sizes[0]), inside))
+
+
+def sram_macro_penalty(capacity_bytes, width_bits=64):  # noqa: ANN001, ANN201 (floats or numpy columns)
+    """How many times the area per bit of a macro of ``capacity_bytes`` read ``width_bits`` wide exceeds that of
+    the largest 64-bit macro CACTI 7 was run for (``SRAM_MACRO_EFFICIENCY``): 1 for large buffers, about 2.2 for
+    256 B. Widths between the tabulated ones interpolate in log(width); outside them the nearest width is used."""
+    widths = sorted(SRAM_MACRO_EFFICIENCY)
+    reference = SRAM_MACRO_EFFICIENCY[widths[0]][-1][1].value
+    lo_w, hi_w = widths[0], widths[-1]
+    w = np.clip(np.asarray(width_bits, dtype=float), lo_w, hi_w)
+    lo = _efficiency_at(capacity_bytes, SRAM_MACRO_EFFICIENCY[lo_w])
+    hi = _efficiency_at(capacity_bytes, SRAM_MACRO_EFFICIENCY[hi_w])
+    t = np.log(w / lo_w) / np.log(hi_w / lo_w)
+    out = reference / np.exp(np.log(lo) + t * (np.log(hi) - np.log(lo)))
+    return float(out) if np.ndim(out) == 0 else out
+
+
 # --------------------------------------------------------------------------------------------------
 # Building the nodes
 # --------------------------------------------------------------------------------------------------
@@ -432,6 +490,7 @@ def _make_node(node_nm: int) -> TechNode:
     values = {key: _scaled(HOROWITZ_45NM[key], energy_scale, "energy", node_nm) for key in ENERGY_FIELDS}
     values.update({key: _scaled(HOROWITZ_45NM[key], area_scale, "area", node_nm) for key in AREA_FIELDS})
     dff = _scaled(DFF_AREA_45NM, area_scale, "area", node_nm)
+    mux2 = _scaled(MUX2_AREA_45NM, area_scale, "area", node_nm)
     return TechNode(
         name=f"asic-{node_nm}nm",
         node_nm=node_nm,
@@ -439,6 +498,7 @@ def _make_node(node_nm: int) -> TechNode:
         energy_scale=energy_scale,
         area_scale=area_scale,
         dff_area_um2_per_bit=dff,
+        mux2_area_um2=mux2,
         sram_bitcell_um2=SRAM_BITCELL_UM2[node_nm],
         sram_array_efficiency=SRAM_ARRAY_EFFICIENCY,
         sram_access_fixed_share=SRAM_ACCESS_FIXED_SHARE,
@@ -508,6 +568,10 @@ def render_sources_markdown() -> str:
     lines += ["## dram", "", "| field | value | unit | source |", "|---|---|---|---|"]
     for kind, s in DRAM.items():
         lines.append(f"| {kind} | {s.value:.6g} | {_md_cell(s.unit)} | {_md_cell(s.source)} |")
+    lines += ["", "## sram_macro_efficiency", "", "| field | value | unit | source |", "|---|---|---|---|"]
+    for width, rows in SRAM_MACRO_EFFICIENCY.items():
+        for size, s in rows:
+            lines.append(f"| {size}B_{width}b | {s.value:.6g} | {_md_cell(s.unit)} | {_md_cell(s.source)} |")
     lines += ["", "## floorplan", "", "| field | value | unit | source |", "|---|---|---|---|"]
     for block, s in {**DIE_OVERHEAD, "logic_utilization": LOGIC_UTILIZATION}.items():
         lines.append(f"| {block} | {s.value:.6g} | {_md_cell(s.unit)} | {_md_cell(s.source)} |")

@@ -229,3 +229,57 @@ LOGIC_UTILIZATION = Sourced(
     "catalog's 7 nm 16-bit float PE counts 360.7 um^2 of cells: 0.42 (the bf16 multiplier is a little smaller "
     "than the fp16 one the catalog prices, so this leans dense). One figure for every node and width",
 )
+
+
+# --------------------------------------------------------------------------------------------------
+# Table: SRAM macro area efficiency by capacity and access width (CACTI 7)
+# --------------------------------------------------------------------------------------------------
+CACTI7 = (
+    'R. Balasubramonian, A. B. Kahng, N. Muralimanohar, A. Shafiee and V. Srinivas, "CACTI 7: new tools for '
+    'interconnect exploration in innovative off-chip memories", ACM TACO 14(2), 2017; the CACTI 7 sources bundled '
+    "in hwcomponents-cacti 1.0.40 (PyPI), built and run on 2026-11-27: cache type ram, 1 read-write port, 1 bank, "
+    "itrs-hp cells and periphery, area-optimal organisation (design objective 0:0:0:0:100), 65 nm; the line "
+    "'Area efficiency (Memory cell area/Total area)' of its output. At 32 nm the same runs give the same shares "
+    "within 0.06 (the share is a property of the organisation, not of the node). "
+    "tools/cacti_sram_table.py re-runs these configurations and checks the table"
+)
+
+
+def _cacti_efficiency(capacity_bytes: int, width_bits: int, share: float) -> Sourced:
+    return Sourced(
+        share,
+        "bitcell area / macro area",
+        f"{CACTI7}: {capacity_bytes} B accessed {width_bits} bits at a time -> {share:.1%}",
+    )
+
+
+# width_bits -> ((capacity in bytes, efficiency), ...), ascending capacity. The share of a macro that is bitcells
+# falls as macros shrink (decoders, sense amplifiers and drivers do not shrink with them) and as the access widens
+# (more sense amplifiers and output drivers per bit stored).
+SRAM_MACRO_EFFICIENCY: dict[int, tuple[tuple[int, Sourced], ...]] = {
+    width: tuple((size, _cacti_efficiency(size, width, share)) for size, share in rows)
+    for width, rows in {
+        64: (
+            (256, 0.42678),
+            (1024, 0.67224),
+            (4096, 0.73612),
+            (16384, 0.78617),
+            (65536, 0.85039),
+            (262144, 0.89932),
+            (1048576, 0.92556),
+            (4194304, 0.92670),
+        ),
+        256: (
+            (1024, 0.22912),
+            (4096, 0.50256),
+            (16384, 0.72006),
+            (65536, 0.80999),
+            (262144, 0.87694),
+            (1048576, 0.90412),
+            (4194304, 0.89952),
+        ),
+    }.items()
+}
+
+# A multiplexer cell per bit and per extra word: the read port of a register file built from flip-flops.
+MUX2_AREA_45NM = Sourced(1.862, "um^2", f"{NANGATE}: cell MUX2_X1 area")

@@ -79,17 +79,43 @@ def area_total_mm2(logic_cell_mm2, sram_mm2):  # noqa: ANN001, ANN201 (floats or
     return core + sum(die_overhead_mm2(core).values())
 
 
+def sram_block_mm2(node: TechNode, ifmap_kib, filter_kib, ofmap_kib, unified):  # noqa: ANN001, ANN201 (or columns)
+    """Area of a design's on-chip SRAM, built as its accesses see it: three SRAMs of two banks each (the double
+    buffer's halves) or one unified scratchpad of ``_UNIFIED_BANKS`` banks, each bank a macro read 64 bits at a
+    time (``TechNode.sram_area_mm2``). The one formula for scalars and for the surrogates' numpy columns."""
+    split = sum(node.sram_area_mm2(kib, banks=_BANKS_PER_SRAM) for kib in (ifmap_kib, filter_kib, ofmap_kib))
+    whole = node.sram_area_mm2(np.asarray(ifmap_kib) + filter_kib + ofmap_kib, banks=_UNIFIED_BANKS)
+    out = np.where(unified, whole, split)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def pe_local_storage_mm2(node: TechNode, bits: int, acc_bits: int, words: dict[str, int]):  # noqa: ANN201
+    """Placed area one PE's local stores add beyond the single register per operand that ``TechNode.pe_area_mm2``
+    already counts: ``words`` by role ('weight' | 'input' | 'psum'; partial sums at ``acc_bits``), each a register
+    file or an SRAM macro, whichever is smaller (``TechNode.local_storage_area_mm2``). 0 for one word each."""
+    width = {"weight": bits, "input": bits, "psum": acc_bits}
+    return sum(
+        node.local_storage_area_mm2(words[role], width[role]) - node.local_storage_area_mm2(1, width[role])
+        for role in width
+    )
+
+
+# Words each PE keeps per operand: one register each, the template's only organisation so far.
+ONE_REGISTER_EACH = {"weight": 1, "input": 1, "psum": 1}
+
+
 def systolic_area_mm2(arch: SystolicArch) -> dict[str, float]:
-    """Area per block: PE array, SRAM (one scratchpad or three SRAMs), vector lanes, then the control, I/O and
-    wiring a die adds around them. Logic blocks are placed cell areas (``placed_logic_mm2``)."""
+    """Area per block: PE array (arithmetic, registers and any deeper PE-local stores), SRAM (one scratchpad or
+    three SRAMs, banked), vector lanes, then the control, I/O and wiring a die adds around them. Logic blocks are
+    placed cell areas (``placed_logic_mm2``)."""
     tech = get_tech(arch.tech)
     fmt = number_format(arch.precision)
-    pe_array = arch.rows * arch.cols * tech.pe_area_mm2(arch.bits, fmt)
+    pe_cells = arch.rows * arch.cols * tech.pe_area_mm2(arch.bits, fmt)
+    local = arch.rows * arch.cols * pe_local_storage_mm2(tech, arch.bits, arch.accumulator_bits, ONE_REGISTER_EACH)
+    sizes = (arch.ifmap_sram_kib, arch.filter_sram_kib, arch.ofmap_sram_kib)
     parts = {
-        "pe_array": placed_logic_mm2(pe_array),
-        "sram": tech.sram_area_mm2(arch.scratchpad_kib)
-        if arch.scratchpad == "unified"
-        else sum(tech.sram_area_mm2(kib) for kib in (arch.ifmap_sram_kib, arch.filter_sram_kib, arch.ofmap_sram_kib)),
+        "pe_array": placed_logic_mm2(pe_cells) + local,
+        "sram": sram_block_mm2(tech, *sizes, arch.scratchpad == "unified"),
         "vector": placed_logic_mm2(arch.vector_lanes * tech.alu_area_mm2(arch.bits, fmt)),
     }
     if arch.sparsity_support:  # zero gates, N:M muxes, intersection logic (hwmodels.catalogs.sparse)
@@ -256,7 +282,7 @@ def tech_constants(tech: str, precision: str) -> tuple:
         e["vector_op"],
         e["dram_read"],
         node.pe_area_mm2(bits, fmt),
-        node.sram_area_mm2(1.0),
+        node.sram_mm2_per_kib(),
         node.alu_area_mm2(bits, fmt),
         node.leakage_w_per_mm2.value,
         float(node.node_nm),
@@ -292,6 +318,17 @@ def sram_pj_per_byte(tech: tuple[np.ndarray, list[str]], kib: np.ndarray, role: 
     for code, name in enumerate(names):
         mask = codes == code
         out[mask] = price(name, kib[mask])
+    return out
+
+
+def sram_area_columns(tech: tuple[np.ndarray, list[str]], sizes: tuple, unified: np.ndarray) -> np.ndarray:
+    """``sram_block_mm2`` of each design, as a column: one array call per technology (its area node)."""
+    codes, names = tech
+    out = np.empty(len(codes))
+    for code, name in enumerate(names):
+        mask = codes == code
+        node = area_node(name)
+        out[mask] = sram_block_mm2(node, *(np.asarray(kib)[mask] for kib in sizes), np.asarray(unified)[mask])
     return out
 
 

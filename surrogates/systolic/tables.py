@@ -28,6 +28,7 @@ from hwmodels.systolic.pricing import (
     pe_action_columns,
     pe_load_pj_per_word,
     pe_storage_pj_per_mac,
+    sram_area_columns,
     sram_pj_per_byte,
     tech_constants,
 )
@@ -329,7 +330,9 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
         "_e_sram_f": e_sram[1] * word_bytes,
         "_e_sram_of": e_sram[2] * word_bytes,
         "_area_floor": area_floor,
-        "_area_total": area_total_mm2(rows * cols_ * pe_area + lanes * alu_area, sram_kib * sram_area),
+        "_area_total": area_total_mm2(
+            rows * cols_ * pe_area + lanes * alu_area, sram_area_columns(tech, sizes, unified)
+        ),
         "_e_dram": e_dram * word_bytes,
         "_e_pe_mac": pe_storage_pj_per_mac(dataflow_names, word_bytes, acc_bytes, pe_actions),
         "_e_pe_load": pe_load_pj_per_word(dataflow_names, word_bytes, acc_bytes, pe_actions),
