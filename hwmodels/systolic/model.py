@@ -218,6 +218,9 @@ def _arch_key(arch: SystolicArch) -> tuple:
         arch.sparsity_block_size,
         arch.sparse_mac,
         arch.acc_bits,
+        arch.pe_weight_words,
+        arch.pe_input_words,
+        arch.pe_psum_words,
     )
 
 
