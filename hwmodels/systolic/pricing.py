@@ -288,6 +288,8 @@ def pe_reuse(dataflow, row_folds, col_folds, pe_words, streams=(1, 1, 1), window
     taken; all depths 1 give a = b = 1 and shares exactly 1. ``window`` = (S, Q, stride) of a conv's lowered
     rows: under ws / is a PE keeping a >= S taps slides along them.
     """
+    if all(np.ndim(v) == 0 and v == 1 for v in pe_words):  # registers only (the default): the same, cheaply
+        return PeReuse(dataflow, 1.0, 1.0, 1.0, 1.0, 1.0)
     df = np.asarray(dataflow)
     weight, inputs, psum = (np.asarray(v, dtype=float) for v in pe_words)
     rf, cf = (np.maximum(np.asarray(v, dtype=float), 1.0) for v in (row_folds, col_folds))
