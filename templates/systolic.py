@@ -128,6 +128,10 @@ class SystolicArch(Arch):
     sparse_layers: str = "workload"
     sparse_pattern: str = "2:4"
     acc_bits: int = 0  # 0: the catalog's width for the precision (``accumulator_bits``)
+    # words each PE keeps of each operand (1: a register); deeper scratchpads reuse operands in the PE (energy only)
+    pe_weight_words: int = 1
+    pe_input_words: int = 1
+    pe_psum_words: int = 1
 
     @property
     def accumulator_bits(self) -> int:
@@ -173,6 +177,9 @@ class SystolicArch(Arch):
         """Capacity of one SRAM ('ifmap' | 'filter' | 'ofmap') in words of this precision."""
         kib = {"ifmap": self.ifmap_sram_kib, "filter": self.filter_sram_kib, "ofmap": self.ofmap_sram_kib}[which]
         return int(kib * 1024 // self.word_bytes)
+
+
+PE_SCRATCHPADS = ("weight", "input", "psum")  # the per-PE storage whose depth is a parameter
 
 
 class SystolicTemplate(Template):
@@ -255,6 +262,17 @@ class SystolicTemplate(Template):
                 low=0,
                 high=64,
             ),
+            *(
+                Param(
+                    f"pe_{role}_words",
+                    "int",
+                    1,
+                    f"{role} words each PE keeps (1 = a register; deeper: a scratchpad reusing them; its area in pe_array)",
+                    low=1,
+                    high=65536,
+                )
+                for role in PE_SCRATCHPADS
+            ),
         ]
 
     def instantiate(self, point: Mapping[str, Any]) -> SystolicArch:
@@ -326,6 +344,7 @@ class SystolicTemplate(Template):
             sparse_layers=v["sparse_layers"],
             sparse_pattern=v["sparse_pattern"],
             acc_bits=v["acc_bits"],
+            **{f"pe_{role}_words": v[f"pe_{role}_words"] for role in PE_SCRATCHPADS},
         )
 
     def instantiate_columns(
@@ -394,6 +413,7 @@ class SystolicTemplate(Template):
             "width_multiplier": number("width_multiplier").astype(object),
             **{name: labels(name) for name in ("round_channels", "sparse_layers")},
             "sparse_pattern": pattern,
+            **{f"pe_{r}_words": number(f"pe_{r}_words", 1).astype(int).astype(object) for r in PE_SCRATCHPADS},
         }
         return columns, accepted
 

@@ -16,7 +16,7 @@ from dse.evaluate import PointEvaluator
 from dse.silicon import chip_graph, chip_power_w, compare_chip
 from hwmodels.base import LayerMetrics, Metrics
 from hwmodels.catalogs.chips import CHIPS
-from hwmodels.catalogs.tech import DIE_OVERHEAD, UNVERIFIED, get_tech
+from hwmodels.catalogs.tech import UNVERIFIED, get_tech
 from hwmodels.systolic.pricing import ONE_REGISTER_EACH, pe_local_storage_mm2
 
 YEAR = re.compile(r"\b(19|20)\d\d\b")
@@ -24,9 +24,9 @@ YEAR = re.compile(r"\b(19|20)\d\d\b")
 # (low, high) relative error of the model against the published figure, as measured when the band was set
 # (see the report of issue #28): a change to the area or energy model that moves a figure out of its band
 # must update the band on purpose. The 30 % target is not met on area: see benchmarks/silicon_compare.py.
-# area: the per-PE scratchpads (0.5 KB each) and the RLC codecs have no area in the model yet (the band holds the
-# CACTI 7-shaped SRAM macros of this model: -61 %); power: the target
-EYERISS_BANDS = {"area": (-0.75, -0.55), "power": (-0.30, 0.30)}
+# area: -17 % with the per-PE scratchpads priced (the RLC codecs and multicast buses are not modelled); power: the
+# target
+EYERISS_BANDS = {"area": (-0.30, -0.05), "power": (-0.30, 0.30)}
 
 
 @pytest.fixture(scope="module")
@@ -44,15 +44,17 @@ def test_eyeriss_area_and_power_stay_in_their_bands(eyeriss):
     assert eyeriss.area_blocks["sram"] > 0 and set(eyeriss.power_parts) == {"switching", "leakage"}
 
 
-def test_eyeriss_scratchpads_priced_per_pe_close_its_area_miss(eyeriss):
-    """The template keeps one register per operand, so Eyeriss' 0.5 KB of scratchpad per PE has no area yet;
-    ``pe_local_storage_mm2`` prices those stores (224 weights in an SRAM macro, 12 inputs and 24 partial sums in
-    registers, all 16 bits wide) and, with the die overheads around them, brings the core within the 30 % target."""
+def test_eyeriss_scratchpads_are_priced_per_pe(eyeriss):
+    """Eyeriss' 0.5 KB of scratchpad per PE (224 weights in an SRAM macro, 12 inputs and 24 partial sums in
+    registers, 16 bits wide) is the template's ``pe_*_words``, priced by ``pe_local_storage_mm2`` in the PE array;
+    with it the core is within the 30 % target."""
     node = get_tech(eyeriss.chip.tech)
     assert pe_local_storage_mm2(node, 16, 16, ONE_REGISTER_EACH) == 0
-    depths = {"weight": 224, "input": 12, "psum": 24}
-    extra = 168 * pe_local_storage_mm2(node, 16, 16, depths) * (1 + sum(s.value for s in DIE_OVERHEAD.values()))
-    assert abs((eyeriss.area_mm2 + extra) / eyeriss.chip.area_mm2.value - 1) <= 0.30
+    depths = {role: eyeriss.chip.point[f"pe_{role}_words"] for role in ONE_REGISTER_EACH}
+    assert depths == {"weight": 224, "input": 12, "psum": 24}
+    local = 168 * pe_local_storage_mm2(node, 16, 16, depths)
+    assert local > 0.3 * eyeriss.area_blocks["pe_array"]  # the scratchpads are a large share of the PE array
+    assert abs(eyeriss.area_error) <= 0.30
 
 
 def test_power_counts_only_what_the_paper_measured_at_its_rate():

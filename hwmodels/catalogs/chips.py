@@ -172,6 +172,9 @@ CHIPS: dict[str, PublishedChip] = {
             "freq_mhz": 200.0,
             "dram_gbps": 25.6,
             "precision": "int16",
+            "pe_weight_words": 224,  # the paper's per-PE scratchpads: 224 weights, 12 inputs, 24 partial sums
+            "pe_input_words": 12,
+            "pe_psum_words": 24,
         },
         workload=Workload(
             "designs/workloads/alexnet_conv_scalesim.csv",
@@ -182,7 +185,7 @@ CHIPS: dict[str, PublishedChip] = {
         area_mm2=Sourced(12.25, "mm^2", f"{EYERISS}: core area 3.5 mm x 3.5 mm = 12.25 mm^2 (TSMC 65 nm LP)"),
         area_includes=(
             "core without pads: 168 PEs with their scratchpads (0.5 KB each), 108 KB global buffer, RLC codecs, "
-            "control; the model has no per-PE scratchpad area"
+            "control; the model prices the scratchpads (pe_*_words) but not the codecs and buses"
         ),
         power_w=Sourced(0.278, "W", f"{EYERISS}: 278 mW on AlexNet CONV layers at 200 MHz, 1 V, 34.7 frames/s"),
         power_includes="chip core power (with leakage), without DRAM and I/O pads: the model's DRAM energy is left out",
@@ -190,12 +193,9 @@ CHIPS: dict[str, PublishedChip] = {
         rate_ips=Sourced(34.7, "inferences/s", f"{EYERISS}: AlexNet CONV1-5 at 34.7 frames/s (batch 4)"),
         misses={
             "area": (
-                "the 168 PEs' own scratchpads (a 224 x 16-bit weight SRAM, 12- and 24-word input and partial-sum "
-                "registers: 0.5 KB a PE) have no area while the template keeps one register per operand; "
-                "TechNode.local_storage_area_mm2 prices them (an SRAM macro sized by CACTI 7's shares for the "
-                "weights, flip-flops and read multiplexers for the rest) once the template has per-PE depths. "
-                "The run-length codecs, the GIN/GON multicast buses with their per-PE controllers and the PE FIFOs "
-                "are not modelled either. No published split between the PE array and the global buffer was "
+                "the run-length codecs, the GIN/GON multicast buses with their per-PE controllers and the PE "
+                "FIFOs have no area in the model (the per-PE scratchpads do: a 224 x 16-bit weight SRAM macro, "
+                "12- and 24-word registers). No published split between the PE array and the global buffer was "
                 "traced in this session, so no block is compared"
             ),
         },

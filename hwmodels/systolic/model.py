@@ -20,10 +20,10 @@ from hwmodels.systolic.cost import gemm_cost, vector_op_cost
 from hwmodels.systolic.pricing import (
     TILED_ROLES,
     Prices,
+    conv_window,
     design_prices,
     gemm_energy_pj,
-    stationary_words,
-    tiled_sram_energy_pj,
+    tiled_array_energy_pj,
     vector_energy_pj,
 )
 from hwmodels.systolic.sparse import SparseLowering, sparse_mac_energy_pj
@@ -218,6 +218,9 @@ def _arch_key(arch: SystolicArch) -> tuple:
         arch.sparsity_block_size,
         arch.sparse_mac,
         arch.acc_bits,
+        arch.pe_weight_words,
+        arch.pe_input_words,
+        arch.pe_psum_words,
     )
 
 
@@ -270,7 +273,7 @@ def _fold_core(
         sram_rd = (cost.ifmap_sram_reads + cost.filter_sram_reads + cost.ofmap_dram_writes) * wb
         sram_wr = (cost.ofmap_sram_writes + cost.ifmap_dram_reads + cost.filter_dram_reads) * wb
         macs = gemm.macs
-        breakdown = gemm_energy_pj(cost, macs, prices, wb, arch.dataflow)
+        breakdown = gemm_energy_pj(cost, macs, prices, wb, arch.dataflow, conv_window(gemm))
         sparse = plan.sparse
         sparse_extra: dict = {}
         if sparse is not None:
@@ -393,8 +396,11 @@ def _tiled_core(op: Op, om: OpMapping, plan: TiledPlan, arch: SystolicArch, pric
         sram_pj, pe_pj = (sram_words * wb + rd + wr) * e_sram, 0.0
     else:
         fills = {role: sum(float(o.traffic) for o in plan.operands if o.role == role) for role in TILED_ROLES}
-        sram_pj = tiled_sram_energy_pj(sram_words * wb, streams, fills, prices)
-        pe_pj = macs * prices.e_pe_per_mac + stationary_words(arch.dataflow, *streams) * prices.e_pe_per_load
+        sr, sc, _ = spatial_dims(plan.gemm, arch.dataflow)
+        folds_rc = folds(sr, sc, arch.rows, arch.cols)
+        sram_pj, pe_pj = tiled_array_energy_pj(
+            sram_words * wb, streams, folds_rc, fills, macs, prices, arch.dataflow, conv_window(plan.gemm)
+        )
     breakdown = {
         "mac": macs * prices.e_mac,
         "pe_storage": pe_pj,

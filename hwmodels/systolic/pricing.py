@@ -12,6 +12,12 @@ PE-level storage (``pe_storage``): every MAC reads its weight, input and partial
 and writes the partial sum back at the accumulator's width (``acc_bits``: 32 bits for int8); the operands the
 dataflow moves are written into the neighbouring PE's register (and cross a PE-to-PE link) each MAC, the
 stationary one once per load.
+
+Per-PE scratchpads (``pe_weight_words``, ``pe_input_words``, ``pe_psum_words``; 1 = a register): a PE that keeps
+a x b words of the stationary operand covers a row folds and b column folds in one pass (``pe_reuse``), so the
+streamed operand is read from the SRAM once per b column folds and the partial sums written once per a row folds;
+a conv's input word serves up to S window positions from a scratchpad that keeps a filter row (Eyeriss' row
+stationary). Energy only: the cycles stay the fold model's.
 """
 
 from __future__ import annotations
@@ -100,8 +106,13 @@ def pe_local_storage_mm2(node: TechNode, bits: int, acc_bits: int, words: dict[s
     )
 
 
-# Words each PE keeps per operand: one register each, the template's only organisation so far.
+# Words each PE keeps per operand when it has no scratchpad: one register each.
 ONE_REGISTER_EACH = {"weight": 1, "input": 1, "psum": 1}
+
+
+def pe_words(arch: SystolicArch) -> dict[str, int]:
+    """Words each PE keeps per operand (``pe_weight_words``, ``pe_input_words``, ``pe_psum_words``)."""
+    return {"weight": arch.pe_weight_words, "input": arch.pe_input_words, "psum": arch.pe_psum_words}
 
 
 def systolic_area_mm2(arch: SystolicArch) -> dict[str, float]:
@@ -111,7 +122,7 @@ def systolic_area_mm2(arch: SystolicArch) -> dict[str, float]:
     tech = get_tech(arch.tech)
     fmt = number_format(arch.precision)
     pe_cells = arch.rows * arch.cols * tech.pe_area_mm2(arch.bits, fmt)
-    local = arch.rows * arch.cols * pe_local_storage_mm2(tech, arch.bits, arch.accumulator_bits, ONE_REGISTER_EACH)
+    local = arch.rows * arch.cols * pe_local_storage_mm2(tech, arch.bits, arch.accumulator_bits, pe_words(arch))
     sizes = (arch.ifmap_sram_kib, arch.filter_sram_kib, arch.ofmap_sram_kib)
     parts = {
         "pe_array": placed_logic_mm2(pe_cells) + local,
@@ -142,6 +153,10 @@ class Prices:
     e_dram_write: float = 0.0
     e_pe_per_mac: float = 0.0  # PE registers and forwarding, per MAC (``pe_storage_pj_per_mac``)
     e_pe_per_load: float = 0.0  # one word of the stationary operand loaded into (or drained from) a PE
+    pe_actions: dict[str, float] = field(default_factory=dict)  # the pe_* actions (pJ per byte)
+    acc_bytes: float = 4.0
+    tech_word_bytes: float = 1.0
+    pe_words: tuple = (1, 1, 1)  # (weight, input, psum) words each PE keeps (``pe_reuse``)
 
     @property
     def e_sram_vec(self) -> float:
@@ -196,20 +211,22 @@ def sram_prices(tech: str, bank_kib_of: dict[str, float], actions: dict[str, flo
     return read, dict(read)
 
 
-def pe_storage_pj_per_mac(dataflow, word_bytes, acc_bytes, e: dict):  # noqa: ANN001, ANN201 (scalars or arrays)
+def pe_storage_pj_per_mac(dataflow, word_bytes, acc_bytes, e: dict, reuse=None):  # noqa: ANN001, ANN201 (or arrays)
     """PE registers per MAC (pJ) under ``dataflow`` ('ws' | 'is' | 'os', or an array of them).
 
     Each MAC reads its weight, its input and the partial sum it adds to, and writes the partial sum
     (``acc_bytes`` wide: int8 arrays accumulate in 32 bits). The operands that move are written into the
     next PE's register and cross a PE-to-PE link each MAC; the stationary one is read only (its loads are
-    ``e_pe_per_load``). Under os the partial sum stays put; under ws / is it moves down the column.
+    ``e_pe_per_load``). Under os the partial sum stays put; under ws / is it moves down the column. With
+    scratchpads (``reuse``: a ``PeReuse``) a moving word is written once for the MACs that reuse it in the PE.
     """
     df = np.asarray(dataflow)
+    once = (1.0, 1.0, 1.0) if reuse is None else reuse.moving_per_mac
     reads = (e["pe_read_weight"] + e["pe_read_input"]) * word_bytes + e["pe_read_psum"] * acc_bytes
     psum_write = e["pe_write_psum"] * acc_bytes
-    moving_input = (e["pe_write_input"] + e["pe_forward"]) * word_bytes
-    moving_weight = (e["pe_write_weight"] + e["pe_forward"]) * word_bytes
-    moving_psum = e["pe_forward"] * acc_bytes
+    moving_input = (e["pe_write_input"] + e["pe_forward"]) * word_bytes * once[0]
+    moving_weight = (e["pe_write_weight"] + e["pe_forward"]) * word_bytes * once[1]
+    moving_psum = e["pe_forward"] * acc_bytes * once[2]
     out = (
         reads
         + psum_write
@@ -218,6 +235,107 @@ def pe_storage_pj_per_mac(dataflow, word_bytes, acc_bytes, e: dict):  # noqa: AN
         )
     )
     return float(out) if np.ndim(out) == 0 else out
+
+
+# Row-fold groups a PE scratchpad may cover (``pe_reuse`` tries each, and the two splits that fill one side first)
+_GROUPS = 2 ** np.arange(13.0)
+
+
+@dataclass(frozen=True)
+class PeReuse:
+    """What per-PE scratchpads save on one GEMM (numbers or numpy columns): every PE keeps ``a`` x ``b`` words
+    of the stationary operand, so one pass covers ``a`` row folds and ``b`` column folds; ``window`` is the
+    share of a conv's im2col input reads left when a scratchpad keeps a filter row (1: no sliding reuse)."""
+
+    dataflow: object
+    row_share: object  # ceil(row_folds / a) / row_folds: the partial sums (ws/is) or weights (os) left
+    col_share: object  # ceil(col_folds / b) / col_folds: the streamed input (ws/os) or weight (is) reads left
+    window: object
+    a: object
+    b: object
+
+    def streams(self, ifmap, filt, ofmap):  # noqa: ANN001, ANN201 (numbers or arrays)
+        """The array's SRAM (ifmap reads, filter reads, ofmap writes) after reuse in the PEs."""
+        df = np.asarray(self.dataflow)
+        ws, os_ = df == "ws", df == "os"
+        if_share = np.where(ws, self.col_share * self.window, np.where(os_, self.col_share, self.window))
+        f_share = np.where(ws, 1.0, np.where(os_, self.row_share, self.col_share))
+        of_share = np.where(os_, 1.0, self.row_share)
+        return tuple(_scalar(x * share) for x, share in ((ifmap, if_share), (filt, f_share), (ofmap, of_share)))
+
+    @property
+    def moving_per_mac(self) -> tuple:
+        """Writes per MAC of the moving (input, weight, psum) words: each is written once for the MACs of the
+        PE that reuse it (ws: b columns of inputs; is: b columns of weights; os: b inputs, a weights)."""
+        df = np.asarray(self.dataflow)
+        ws, os_ = df == "ws", df == "os"
+        one = np.ones_like(np.asarray(self.a, dtype=float))
+        inputs = np.where(ws, self.window / self.b, np.where(os_, 1.0 / self.b, one))
+        weights = np.where(ws, one, np.where(os_, 1.0 / self.a, 1.0 / self.b))
+        psums = np.where(os_, one, 1.0 / self.a)
+        return _scalar(inputs), _scalar(weights), _scalar(psums)
+
+
+def _scalar(x):  # noqa: ANN001, ANN202
+    return float(x) if np.ndim(x) == 0 else x
+
+
+def conv_window(gemm) -> tuple:  # noqa: ANN001 (a LoweredGemm)
+    """(S, Q, stride) of a lowered conv's rows for ``window_share`` ((1, 1, 1) for a matmul or an N:M condensed
+    GEMM, whose window columns are not the geometry's)."""
+    g = gemm.geometry
+    return (1, 1, 1) if gemm.window_pattern is not None else (g.S, g.Q, g.stride_w)
+
+
+def window_share(kernel_w, out_w, stride_w, taps):  # noqa: ANN001, ANN201 (numbers or arrays)
+    """Share of a conv's im2col input reads (one row of S = ``kernel_w`` taps over Q = ``out_w`` outputs) left
+    when a PE scratchpad keeps ``taps`` consecutive taps and slides over the input row: each group of g taps
+    reads Q * g - (Q - 1) * max(g - stride, 0) distinct words instead of Q * g. 1 exactly when ``taps`` = 1."""
+    s, q, u = (np.asarray(v, dtype=float) for v in (kernel_w, out_w, stride_w))
+    g = np.minimum(np.maximum(taps, 1), s)
+    groups = np.ceil(s / g)
+    last = s - (groups - 1) * g
+    shared = (groups - 1) * np.maximum(g - u, 0) + np.maximum(last - u, 0)
+    return _scalar((q * s - (q - 1) * shared) / np.maximum(q * s, 1))
+
+
+def pe_reuse(dataflow, row_folds, col_folds, pe_words, streams=(1, 1, 1), window=(1, 1, 1)) -> PeReuse:  # noqa: ANN001
+    """The reuse per-PE scratchpads of ``pe_words`` = (weight, input, psum) words allow on one GEMM of
+    ``row_folds`` x ``col_folds`` folds (numbers or columns), as a closed form of the loop nest.
+
+    The stationary operand's scratchpad (ws: weights, is: inputs, os: partial sums) keeps s = a x b words: a
+    row folds (ws/is: reduction, os: output rows) and b column folds. The other operand's scratchpad bounds a
+    (ws: the a inputs of one output row wait for the b columns; is: the a weights; os: a inputs, unless b
+    weights wait instead). Of the splits a = 1, 2, 4, ... (and the one covering the columns first) the one
+    leaving the fewest of the array's SRAM words ``streams`` = (ifmap reads, filter reads, ofmap writes) is
+    taken; all depths 1 give a = b = 1 and shares exactly 1. ``window`` = (S, Q, stride) of a conv's lowered
+    rows: under ws / is a PE keeping a >= S taps slides along them.
+    """
+    if all(np.ndim(v) == 0 and v == 1 for v in pe_words):  # registers only (the default): the same, cheaply
+        return PeReuse(dataflow, 1.0, 1.0, 1.0, 1.0, 1.0)
+    df = np.asarray(dataflow)
+    weight, inputs, psum = (np.asarray(v, dtype=float) for v in pe_words)
+    rf, cf = (np.maximum(np.asarray(v, dtype=float), 1.0) for v in (row_folds, col_folds))
+    ws, os_ = df == "ws", df == "os"
+    s = np.where(ws, weight, np.where(os_, psum, inputs))
+    bound = np.where(ws, inputs, np.where(os_, np.maximum(inputs, psum), weight))
+    splits = np.concatenate([_GROUPS, [np.inf, -1.0]]).reshape((-1,) + (1,) * np.ndim(rf * s))
+    fill_cols = np.floor(s / np.minimum(s, cf))  # the split that covers the columns first
+    a = np.where(splits < 0, fill_cols, splits)
+    a = np.maximum(np.minimum(np.minimum(a, np.minimum(s, bound)), rf), 1.0)
+    b = np.maximum(np.minimum(np.floor(s / a), cf), 1.0)
+    b = np.where(os_ & (a > inputs), np.minimum(b, np.maximum(weight, 1.0)), b)
+    row_share, col_share = np.ceil(rf / a) / rf, np.ceil(cf / b) / cf
+    if_words, f_words, of_words = (np.asarray(v, dtype=float) for v in streams)
+    row_words = np.where(os_, f_words, of_words)
+    col_words = np.where(ws | os_, if_words, f_words)
+    words = row_share * row_words + col_share * col_words
+    best = np.argmin(words, axis=0)
+    pick = lambda x: np.take_along_axis(x, best[None], axis=0)[0]  # noqa: E731
+    a, b, row_share, col_share = pick(a), pick(b), pick(row_share), pick(col_share)
+    taps = np.where(ws | (df == "is"), a, 1.0)
+    win = window_share(window[0], window[1], window[2], taps)
+    return PeReuse(dataflow, *(_scalar(x) for x in (row_share, col_share)), win, _scalar(a), _scalar(b))
 
 
 def pe_load_pj_per_word(dataflow, word_bytes, acc_bytes, e: dict):  # noqa: ANN001, ANN201 (scalars or arrays)
@@ -264,6 +382,10 @@ def design_prices(arch: SystolicArch) -> Prices:
         e_dram_write=e["dram_write"],
         e_pe_per_mac=pe_storage_pj_per_mac(arch.dataflow, wb, ab, e),
         e_pe_per_load=pe_load_pj_per_word(arch.dataflow, wb, ab, e),
+        pe_actions={k: v for k, v in e.items() if k.startswith("pe_")},
+        acc_bytes=ab,
+        tech_word_bytes=wb,
+        pe_words=(arch.pe_weight_words, arch.pe_input_words, arch.pe_psum_words),
     )
 
 
@@ -335,41 +457,56 @@ def sram_area_columns(tech: tuple[np.ndarray, list[str]], sizes: tuple, unified:
 # ---------------------------------------------------------------------------------------------------
 # Charges: access counts x these prices (the systolic model per layer, the multicore mapper per task)
 # ---------------------------------------------------------------------------------------------------
-def gemm_energy_pj(cost: GemmCost, macs: int, prices: Prices, word_bytes: int, dataflow: str) -> dict[str, float]:
+def gemm_energy_pj(
+    cost: GemmCost, macs: int, prices: Prices, word_bytes: int, dataflow: str, window: tuple = (1, 1, 1)
+) -> dict[str, float]:
     """Energy (pJ, before leakage) of one lowered GEMM: MACs, the PE registers (per MAC and per stationary
-    word), the SRAM accesses of the array plus every DRAM fill (a write) and drain (a read) through its SRAM,
-    and the DRAM bytes. Works on numpy columns of costs too (one design's prices)."""
+    word), the SRAM accesses of the array (less what the PE scratchpads reuse, ``pe_reuse``; ``window`` = (S, Q,
+    stride) of a conv) plus every DRAM fill (a write) and drain (a read) through its SRAM, and the DRAM bytes.
+    Works on numpy columns of costs too (one design's prices)."""
     wb = word_bytes
     r, w = prices.e_sram, prices.sram_write
+    array = (cost.ifmap_sram_reads, cost.filter_sram_reads, cost.ofmap_sram_writes)
+    reuse = pe_reuse(dataflow, cost.row_folds, cost.col_folds, prices.pe_words, array, window)
+    if_reads, f_reads, of_writes = reuse.streams(*array)
     sram = (
-        cost.ifmap_sram_reads * wb * r["ifmap"]
+        if_reads * wb * r["ifmap"]
         + cost.ifmap_dram_reads * wb * w("ifmap")
-        + cost.filter_sram_reads * wb * r["filter"]
+        + f_reads * wb * r["filter"]
         + cost.filter_dram_reads * wb * w("filter")
-        + cost.ofmap_sram_writes * wb * w("ofmap")
+        + of_writes * wb * w("ofmap")
         + cost.ofmap_dram_writes * wb * r["ofmap"]
     )
-    loads = stationary_words(dataflow, cost.ifmap_sram_reads, cost.filter_sram_reads, cost.ofmap_sram_writes)
+    loads = stationary_words(dataflow, *array)
     return {
         "mac": macs * prices.e_mac,
-        "pe_storage": macs * prices.e_pe_per_mac + loads * prices.e_pe_per_load,
+        "pe_storage": macs * pe_mac_pj(prices, dataflow, reuse) + loads * prices.e_pe_per_load,
         "sram": sram,
         "dram": prices.dram_pj((cost.ifmap_dram_reads + cost.filter_dram_reads) * wb, cost.ofmap_dram_writes * wb),
         "vector": 0.0,
     }
 
 
+def pe_mac_pj(prices: Prices, dataflow, reuse: PeReuse):  # noqa: ANN001, ANN201 (scalars or arrays)
+    """The PE storage per MAC of one GEMM: the design's register price, or with scratchpads its reuse's."""
+    if not prices.pe_actions:  # Prices built by hand (no action table): the design-level figure
+        return prices.e_pe_per_mac
+    return pe_storage_pj_per_mac(dataflow, prices.tech_word_bytes, prices.acc_bytes, prices.pe_actions, reuse)
+
+
 TILED_ROLES = ("input", "weight", "output")  # mappers.payloads.OperandTraffic.role
 
 
-def tiled_sram_energy_pj(array_bytes, streams, fills: dict, prices: Prices):  # noqa: ANN001, ANN201 (or arrays)
+def tiled_sram_energy_pj(array_bytes, streams, fills: dict, prices: Prices, reused=None):  # noqa: ANN001, ANN201
     """SRAM energy (pJ) of a tiled array op: its ``array_bytes`` of array-side accesses shared out over the
-    three SRAMs as the fold model's ``streams`` (ifmap reads, filter reads, ofmap writes) are, plus the DRAM
-    fills (writes) of its inputs and weights and the drain (reads) of its outputs (``fills`` by role, bytes)."""
+    three SRAMs as the fold model's ``streams`` (ifmap reads, filter reads, ofmap writes) are, each less what the
+    PE scratchpads reuse (``reused``: the streams after ``PeReuse.streams``), plus the DRAM fills (writes) of its
+    inputs and weights and the drain (reads) of its outputs (``fills`` by role, bytes)."""
     r, w = prices.e_sram, prices.sram_write
     if_words, f_words, of_words = streams
+    left_if, left_f, left_of = streams if reused is None else reused
     total = if_words + f_words + of_words
-    per_byte = (if_words * r["ifmap"] + f_words * r["filter"] + of_words * w("ofmap")) / np.maximum(total, 1e-300)
+    per_byte = (left_if * r["ifmap"] + left_f * r["filter"] + left_of * w("ofmap")) / np.maximum(total, 1e-300)
     out = (
         array_bytes * per_byte
         + fills["input"] * w("ifmap")
@@ -377,6 +514,15 @@ def tiled_sram_energy_pj(array_bytes, streams, fills: dict, prices: Prices):  # 
         + fills["output"] * r["ofmap"]
     )
     return float(out) if np.ndim(out) == 0 else out
+
+
+def tiled_array_energy_pj(array_bytes, streams, folds, fills: dict, macs, prices: Prices, dataflow, window):  # noqa: ANN001, ANN201
+    """(SRAM, PE storage) energy (pJ) of a tiled array op whose whole GEMM has ``folds`` = (row, column) folds
+    and fold-model ``streams``: the scratchpads' reuse (``pe_reuse``) is the whole GEMM's, shared by its tiles."""
+    reuse = pe_reuse(dataflow, folds[0], folds[1], prices.pe_words, streams, window)
+    sram = tiled_sram_energy_pj(array_bytes, streams, fills, prices, reuse.streams(*streams))
+    pe = macs * pe_mac_pj(prices, dataflow, reuse) + stationary_words(dataflow, *streams) * prices.e_pe_per_load
+    return sram, pe
 
 
 def vector_energy_pj(flops: int, read_bytes: float, write_bytes: float, prices: Prices) -> dict[str, float]:

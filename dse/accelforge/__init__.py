@@ -13,10 +13,15 @@ memory keeps which tensor comes from RESULT.json's action counts; the workload's
 input (ifmap), the weight (filter) and the output (ofmap). The prices are a per-action table
 (``hwmodels.catalogs.actions.ActionTable``) made of AccelForge's energies: each tensor's SRAM is the innermost
 on-chip memory keeping it (outer ones add their write and read to each fill), its PE register the PE memory keeping
-it (none: 0). AccelForge counts partial sums at the data width and no PE-to-PE transfers, so the design takes
-``acc_bits`` = the data width and a zero forwarding price. Several arrays are one dse array of the summed PEs (side
-by side or stacked); the dse mapping is the lowest-energy of the dataflows (ws/os/is) x mappers (fold: SCALE-Sim's,
-cpsat: the optimal tiling), and the output says which.
+it (none: 0), and that memory's size over the data width is the PE's scratchpad depth (``pe_weight_words``,
+``pe_input_words``, ``pe_psum_words``: the reuse inside the PE, ``hwmodels.systolic.pricing.pe_reuse``).
+AccelForge counts partial sums at the data width and no PE-to-PE transfers, so the design takes ``acc_bits`` = the
+data width and a zero forwarding price. Several arrays are one dse array of the summed PEs (side by side or
+stacked). The dataflows tried are those whose two spatial axes reuse what the array's fan-outs may (the YAML's
+``reuse:``: Eyeriss' weight + output is dse's is, TPU v4i's input + output is ws); the array is the PEs
+AccelForge's mapping uses (``spatial_usage``: its mapper tiles by exact divisors, so it may leave PEs idle; the
+whole array's figure is printed beside); the dse mapping is the lowest-energy of those dataflows x mappers (fold:
+SCALE-Sim's, cpsat: the optimal tiling), and the output says which.
 
 The last line is always ``total energy: dse X uJ, AccelForge Y uJ, error Z %`` (Z = dse / AccelForge - 1).
 """
@@ -27,26 +32,34 @@ import argparse
 import hashlib
 import itertools
 import json
-import math
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from dse.graph import Graph, GraphBuilder
+from dse.accelforge.arch import (
+    CompareError,
+    Hierarchy,
+    Level,
+    Workload,
+    hierarchy,
+    read_workload,
+    read_yaml,
+    used_pes,
+    workload_path,
+)
 from hwmodels.catalogs.actions import ROLES, ActionTable, action_table, register_table
 from hwmodels.catalogs.tech import Sourced
+from hwmodels.systolic.compute import folds, spatial_dims
 from hwmodels.systolic.cost import gemm_cost
 from hwmodels.systolic.model import SystolicModel, fold_streams
+from hwmodels.systolic.pricing import conv_window, pe_reuse
 from mappers.payloads import FoldPlan, TiledPlan
 from mappers.systolic.cpsat import CpSatMapper
 from mappers.systolic.fold import SystolicFoldMapper
 from templates.systolic import SystolicTemplate
 
 PE_ROLE = {"ifmap": "input", "filter": "weight", "ofmap": "psum"}
-WORKLOAD_ROLE = {"input": "ifmap", "weight": "filter", "output": "ofmap"}
+STATIONARY = {"ws": "filter", "is": "ifmap", "os": "ofmap"}
 MAPPERS = ("fold", "cpsat")
 DATAFLOWS = ("ws", "os", "is")
 REPORT_OVER = 0.10  # a row differing by more than this gets its reason
@@ -55,191 +68,6 @@ BYPASS = (
     "AccelForge's mapping keeps it in no on-chip buffer (DRAM streams into the PE memory), so dse's SRAM for it "
     "is a pass-through priced 0"
 )
-
-
-class CompareError(ValueError):
-    """An input this comparison cannot read (exit 2, one message)."""
-
-
-# --------------------------------------------------------------------------------------------------
-# AccelForge's side: the architecture and the run
-# --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Level:
-    """One AccelForge component: its per-bit read/write energies (pJ), leakage (W) and spatial fan-out."""
-
-    name: str
-    kind: str  # Memory | Container | Compute
-    read_pj: float
-    write_pj: float
-    leak_w: float
-    size_bits: float
-    fanout: tuple[int, ...]
-    bits_per_action: float = 1.0  # AccelForge counts this component's actions in units of this many bits
-
-
-@dataclass(frozen=True)
-class Hierarchy:
-    dram: Level
-    onchip: tuple[Level, ...]  # outermost first
-    pe_mems: tuple[Level, ...]
-    mac: Level
-    rows: int
-    cols: int
-    arrays: int
-
-
-def _tagged_loader() -> type:
-    class Loader(yaml.SafeLoader):
-        pass
-
-    def tagged(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict:
-        return {"_class": suffix, **loader.construct_mapping(node, deep=True)}
-
-    Loader.add_multi_constructor("!", tagged)
-    return Loader
-
-
-def read_yaml(path: Path) -> dict:
-    try:
-        return yaml.load(path.read_text(), Loader=_tagged_loader()) or {}  # noqa: S506 (a SafeLoader subclass)
-    except (OSError, yaml.YAMLError) as err:
-        raise CompareError(f"{path}: cannot read ({err})") from None
-
-
-def _level(entry: dict) -> Level:
-    actions = {a["name"]: a for a in entry.get("actions") or ()}
-
-    def per_bit(name: str) -> float:
-        a = actions.get(name)
-        if a is None:
-            return 0.0
-        bits = a.get("bits_per_action")
-        bits = float(bits) if isinstance(bits, (int, float)) and bits else 1.0
-        return float(a["energy_J"]) * 1e12 / bits
-
-    compute = actions.get("compute")
-    read = float(compute["energy_J"]) * 1e12 if compute else per_bit("read")
-    fanout = tuple(int(s["fanout"]) for s in entry.get("spatial") or ())
-    size = entry.get("size")
-    widths = [a.get("bits_per_action") for a in actions.values()]
-    width = next((float(b) for b in widths if isinstance(b, (int, float)) and b), 1.0)
-    return Level(
-        name=entry["name"],
-        kind=entry["type"],
-        read_pj=read,
-        write_pj=per_bit("write"),
-        leak_w=float(entry.get("leak_power") or 0.0),
-        size_bits=float(size) if isinstance(size, (int, float)) else 0.0,
-        fanout=fanout,
-        bits_per_action=width,
-    )
-
-
-def hierarchy(evaluated: list[dict], yaml_names: list[str], where: str) -> Hierarchy:
-    """The levels of an AccelForge digital architecture whose compute is one or several 2-D MAC arrays."""
-    levels = [_level(e) for e in evaluated]
-    missing = [lv.name for lv in levels if lv.name not in yaml_names]
-    if missing:
-        raise CompareError(f"{where}: evaluated_arch has {', '.join(missing)}, which the --arch YAML does not list")
-    containers = [i for i, lv in enumerate(levels) if lv.kind == "Container" and lv.fanout]
-    computes = [lv for lv in levels if lv.kind == "Compute"]
-    if not containers or len(computes) != 1 or levels[0].kind != "Memory":
-        raise CompareError(f"{where}: not a DRAM -> buffers -> PE array -> one MAC architecture")
-    pe = containers[0]
-    fan = levels[pe].fanout
-    rows, cols = fan[0], math.prod(fan[1:]) if len(fan) > 1 else 1
-    above = [lv for lv in levels[1:pe] if lv.kind == "Memory"]
-    below = [lv for lv in levels[pe + 1 :] if lv.kind == "Memory"]
-    extra = [lv.name for lv in levels[pe + 1 :] if lv.kind == "Container" and lv.fanout]
-    if extra:
-        raise CompareError(f"{where}: a second spatial level inside the PE array ({', '.join(extra)})")
-    arrays = math.prod(f for lv in above for f in lv.fanout) or 1
-    return Hierarchy(levels[0], tuple(above), tuple(below), computes[0], rows, cols, arrays)
-
-
-@dataclass(frozen=True)
-class Workload:
-    kind: str  # 'matmul' (m, k, n) or 'conv' (n, c, m, p, q, r)
-    dims: dict[str, int]
-    tensors: dict[str, str]  # dse role ('ifmap' | 'filter' | 'ofmap') -> AccelForge tensor name
-    bits: int
-    label: str
-
-    @property
-    def splits(self) -> dict[str, str]:
-        """Dimension the arrays may share out -> the role every array then needs whole (broadcast)."""
-        return {"m": "filter", "n": "ifmap"} if self.kind == "matmul" else {"p": "filter", "m": "ifmap"}
-
-    def graph(self, split: str | None = None, parts: int = 1) -> Graph:
-        """The layer, or one array's share of it when ``parts`` arrays split dimension ``split``."""
-        d = dict(self.dims)
-        if split is not None:
-            d[split] = math.ceil(d[split] / parts)
-        b = GraphBuilder("layer")
-        if self.kind == "matmul":
-            b.linear(b.input("x", (d["m"], d["k"])), d["n"], name="layer", bias=False)
-        else:
-            x = b.input("x", (d["n"], d["c"], d["p"], d["q"]))
-            b.conv(x, d["m"], d["r"], pad=d["r"] // 2, name="layer", bias=False)
-        return b.build()
-
-
-_TENSOR = re.compile(r"(\w+)\[([^\]]*)\]")
-
-
-def read_workload(path: Path) -> Workload:
-    """A one-einsum AccelForge workload: a matmul Y[m, n] = X[m, k] * W[k, n] or a conv with sliding windows."""
-    spec = read_yaml(path).get("workload") or {}
-    einsums = spec.get("einsums") or []
-    if len(einsums) != 1:
-        raise CompareError(f"{path}: expected one einsum, found {len(einsums)}")
-    e = einsums[0]
-    bits = int((spec.get("bits_per_value") or {}).get("All", 8))
-    sizes = {}
-    for bound in e["iteration_space_shape"]:
-        m = re.fullmatch(r"\s*0\s*<=\s*(\w+)\s*<\s*(\d+)\s*", str(bound))
-        if not m:
-            raise CompareError(f"{path}: cannot read the bound {bound!r}")
-        sizes[m.group(1)] = int(m.group(2))
-    sizes.update({k: int(v) for k, v in (spec.get("rank_sizes") or {}).items()})
-    found = _TENSOR.findall(e["einsum"])
-    if len(found) != 3:
-        raise CompareError(f"{path}: einsum {e['einsum']!r} is not out = input * weight")
-    names = {role: e["renames"][role] for role in ("output", "input", "weight")}
-    ranks = {t: [part.strip() for part in idx.split(",")] for t, idx in found}
-    out, inp, wgt = (ranks[names[r]] for r in ("output", "input", "weight"))
-    windowed = [r for r in inp if ":" in r]
-    size = {k.lower(): v for k, v in sizes.items()}
-    roles = {WORKLOAD_ROLE[r]: names[r] for r in names}
-    if windowed:  # conv: input dims 'H: p + r'
-        c = next(r for r in wgt if r in inp)
-        kernel = [r for r in wgt if r not in inp and r not in out]
-        k_out = next(r for r in wgt if r in out)
-        p, q = (w.split(":")[1].split("+")[0].strip() for w in windowed)
-        if len(kernel) != 2 or size[kernel[0]] != size[kernel[1]]:
-            raise CompareError(f"{path}: only square kernels are compared")
-        dims = {"n": size.get("n", 1), "c": size[c], "m": size[k_out], "p": size[p], "q": size[q]}
-        dims["r"] = size[kernel[0]]
-        label = f"conv {dims['c']}->{dims['m']} {dims['p']}x{dims['q']} k{dims['r']}"
-        return Workload("conv", dims, roles, bits, label)
-    contracted = [r for r in inp if r in wgt and r not in out]
-    dims = {
-        "m": math.prod(size[r] for r in inp if r not in contracted),
-        "k": math.prod(size[r] for r in contracted),
-        "n": math.prod(size[r] for r in wgt if r not in contracted),
-    }
-    return Workload("matmul", dims, roles, bits, f"matmul {dims['m']}x{dims['k']} x {dims['k']}x{dims['n']}")
-
-
-def workload_path(result: dict, result_path: Path, given: Path | None) -> Path:
-    if given is not None:
-        return given
-    name = Path(str(result.get("workload_yaml", ""))).name
-    for folder in (result_path.parent.parent / "workloads", result_path.parent):
-        if name and (folder / name).is_file():
-            return folder / name
-    raise CompareError(f"{result_path}: workload {name or '?'} not found next to it; give --workload")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -317,6 +145,37 @@ def sram_point(hier: Hierarchy, where: dict[str, list[Level]]) -> dict:
     return {f"{role}_sram_kib": max(1.0, lv.size_bits / 8 / 1024 / share[lv.name]) for role, lv in inner.items()}
 
 
+def pe_words(hier: Hierarchy, where: dict[str, list[Level]], bits: int) -> dict[str, int]:
+    """Each role's per-PE scratchpad depth in words: the PE memory keeping its tensor (size / data width), or a
+    register (1) where none does."""
+    out = {}
+    for role in ROLES:
+        pe = [lv for lv in where[role] if lv in hier.pe_mems]
+        out[f"pe_{PE_ROLE[role]}_words"] = max(1, int(pe[-1].size_bits // bits)) if pe else 1
+    return out
+
+
+# which operand each dataflow's two spatial axes reuse (broadcast or reduce): ws rows K (output), cols N (input)
+DATAFLOW_REUSE = {"ws": {"output", "input"}, "os": {"weight", "input"}, "is": {"output", "weight"}}
+
+
+def allowed_dataflows(arch_yaml: dict, hier: Hierarchy, wl: Workload) -> tuple[str, ...]:
+    """The dataflows whose spatial axes reuse what the PE array's fan-outs may reuse (YAML ``reuse:``; none
+    given: every dataflow), so dse maps the layer onto the array the way AccelForge's architecture allows."""
+    nodes = [n for n in (arch_yaml.get("arch") or {}).get("nodes") or () if isinstance(n, dict)]
+    container = next((n for n in nodes if n.get("name") == hier.container), {})
+    names = {t: WORKLOAD_ROLE_NAME[r] for r, t in wl.tensors.items()}
+    reuse = set()
+    for axis in container.get("spatial") or ():
+        value = str(axis.get("reuse") or "")
+        reuse.add(names.get(value, value.lower()))
+    reuse &= {"input", "weight", "output"}
+    return tuple(df for df in DATAFLOWS if reuse <= DATAFLOW_REUSE[df]) or DATAFLOWS
+
+
+WORKLOAD_ROLE_NAME = {"ifmap": "input", "filter": "weight", "ofmap": "output"}
+
+
 @dataclass(frozen=True)
 class Candidate:
     mapper: str
@@ -329,6 +188,7 @@ class Candidate:
     energy_uj: float  # the whole design: arrays x one array's energy, less the fills a shared buffer serves once
     counts: dict[str, float]  # 'component|tensor|action' -> bits (MAC: operations), the whole design
     saved_pj: dict[str, float]  # 'dram' | 'sram': what the shared buffer's single fetch takes off
+    groups: tuple[float, float]  # (a, b): row and column folds one pass covers from the PE scratchpads
 
     @property
     def label(self) -> str:
@@ -344,7 +204,8 @@ def evaluate(wl, point, split, hier, where, mapper, cpsat_s) -> Candidate:
     m = SystolicFoldMapper() if mapper == "fold" else CpSatMapper(objective="energy", time_limit_s=cpsat_s)
     mapping = m.map(graph, arch)
     metrics = SystolicModel().evaluate(mapping, arch)
-    counts = {k: v * n for k, v in dse_counts(arch, mapping, hier, where, wl).items()}
+    one, groups = dse_counts(arch, mapping, hier, where, wl)
+    counts = {k: v * n for k, v in one.items()}
     energy = metrics.values["energy_mj"] * 1e9 * n
     broadcast = wl.splits.get(split) if split else None
     shared = [lv for lv in shared_levels(hier) if broadcast and lv in where[broadcast]]
@@ -356,7 +217,8 @@ def evaluate(wl, point, split, hier, where, mapper, cpsat_s) -> Candidate:
         energy -= sum(saved.values())
         for key in (f"{hier.dram.name}|{t}|read", *(f"{lv.name}|{t}|write" for lv in shared)):
             counts[key] -= extra
-    return Candidate(mapper, point["dataflow"], split, point, arch, mapping, metrics, energy * 1e-6, counts, saved)
+    energy_uj = energy * 1e-6
+    return Candidate(mapper, point["dataflow"], split, point, arch, mapping, metrics, energy_uj, counts, saved, groups)
 
 
 def candidates(wl, hier, table, where, clock_hz, dram_gbps, mappers, dataflows, cpsat_s) -> list[Candidate]:
@@ -374,6 +236,7 @@ def candidates(wl, hier, table, where, clock_hz, dram_gbps, mappers, dataflows, 
             "precision": f"int{wl.bits}",
             "tech": table.name,
             "acc_bits": wl.bits,
+            **pe_words(hier, where, wl.bits),
         }
         out.extend(evaluate(wl, point, split, hier, where, mapper, cpsat_s) for mapper in mappers)
     return out
@@ -382,9 +245,9 @@ def candidates(wl, hier, table, where, clock_hz, dram_gbps, mappers, dataflows, 
 # --------------------------------------------------------------------------------------------------
 # Counts side by side
 # --------------------------------------------------------------------------------------------------
-def dse_counts(arch, mapping, hier: Hierarchy, where: dict[str, list[Level]], wl: Workload) -> dict[str, float]:
+def dse_counts(arch, mapping, hier: Hierarchy, where: dict[str, list[Level]], wl: Workload) -> tuple[dict, tuple]:
     """One array's actions in AccelForge's terms: 'component|tensor|action' -> bits (MAC: operations), the
-    same accesses the model prices (``hwmodels.systolic.pricing``)."""
+    same accesses the model prices (``hwmodels.systolic.pricing``), and the scratchpads' (a, b) fold groups."""
     plan = mapping.ops["layer"].payload
     bits, acc = wl.bits, arch.accumulator_bits
     if isinstance(plan, TiledPlan):
@@ -394,6 +257,11 @@ def dse_counts(arch, mapping, hier: Hierarchy, where: dict[str, list[Level]], wl
         array = {r: float(plan.sram_words) * v / total for r, v in streams.items()}
         moved = {role: sum(o.traffic for o in plan.operands if o.role == role) / arch.word_bytes for role in
                  ("input", "weight", "output")}  # fmt: skip
+        # an operand kept whole on chip (resident) moves no tile traffic; its one read is in the plan's total
+        once = plan.dram_read_bytes - sum(o.traffic for o in plan.operands if o.role != "output")
+        resident = next((o.role for o in plan.operands if o.resident and o.role != "output"), None)
+        if resident is not None:
+            moved[resident] += max(0.0, once) / arch.word_bytes
         dram = {"ifmap": moved["input"], "filter": moved["weight"], "ofmap": moved["output"]}
     else:
         gemm = mapping.ops["layer"].payload_as(FoldPlan).gemm
@@ -402,7 +270,15 @@ def dse_counts(arch, mapping, hier: Hierarchy, where: dict[str, list[Level]], wl
         streams = dict(array)
         dram = {"ifmap": cost.ifmap_dram_reads, "filter": cost.filter_dram_reads, "ofmap": cost.ofmap_dram_writes}
     macs = float(gemm.macs)
-    stationary = {"ws": "filter", "is": "ifmap", "os": "ofmap"}[arch.dataflow]
+    sr, sc, _ = spatial_dims(gemm, arch.dataflow)
+    rf, cf = folds(sr, sc, arch.rows, arch.cols)
+    words = (arch.pe_weight_words, arch.pe_input_words, arch.pe_psum_words)
+    fold = tuple(streams[r] for r in ROLES)
+    reuse = pe_reuse(arch.dataflow, rf, cf, words, fold, conv_window(gemm))
+    left = dict(zip(ROLES, reuse.streams(*fold)))
+    array = {r: array[r] * left[r] / streams[r] if streams[r] else array[r] for r in ROLES}
+    once = dict(zip(ROLES, reuse.moving_per_mac))
+    stationary = STATIONARY[arch.dataflow]
     out: dict[str, float] = {f"{hier.mac.name}|None|compute": macs}
     for role in ROLES:
         t, is_out = wl.tensors[role], role == "ofmap"
@@ -419,8 +295,9 @@ def dse_counts(arch, mapping, hier: Hierarchy, where: dict[str, list[Level]], wl
             width = acc if is_out else bits
             loads = streams[role] * width if role == stationary else 0.0
             _add(out, f"{pe[-1].name}|{t}|read", macs * width + (loads if is_out else 0.0))
-            _add(out, f"{pe[-1].name}|{t}|write", loads if role == stationary and not is_out else macs * width)
-    return out
+            moving = macs * width * (1.0 if is_out else once[role])
+            _add(out, f"{pe[-1].name}|{t}|write", loads if role == stationary and not is_out else moving)
+    return out, (float(reuse.a), float(reuse.b))
 
 
 def _add(d: dict, key: str, value: float) -> None:
@@ -455,29 +332,51 @@ def reason(key: str, ours: float, theirs: float, hier: Hierarchy, cand: Candidat
     if lv is hier.dram:
         who = "dse's" if more else "AccelForge's"
         return f"mapping: {who} loop order re-fetches {tensor} from DRAM (dse: {cand.mapper}, {cand.dataflow})"
+    a, b = (f"{g:g}" for g in cand.groups)
     if lv in hier.pe_mems:
         if role == "ofmap":
             return "partial sums: AccelForge spills and re-reads some across its spatial k reduction; dse adds in place"
+        if action == "write" and role == STATIONARY[cand.dataflow]:
+            return (
+                "PE fills: dse loads each stationary word once per pass of its mapping; AccelForge's keeps them longer"
+                if more
+                else "PE fills: AccelForge refills its scratchpad per tile; dse loads a stationary word once per pass"
+            )
         if action == "write":
             return (
-                f"PE fills: dse ({cand.dataflow}) writes a moving operand into the next PE every MAC, AccelForge's "
-                "scratchpad keeps it for several MACs"
-                if more
-                else "PE fills: AccelForge refills its scratchpad per tile; dse loads a stationary word once per fold"
+                f"PE fills: dse ({cand.dataflow}) writes a moving word once for the {b} column folds its scratchpad "
+                f"covers; AccelForge's mapping keeps it for {'fewer' if more else 'more'} MACs"
             )
         return "PE reads: one per MAC in both; the MAC counts differ"
     if theirs == 0:
         return f"AccelForge's mapping bypasses {lv.name} for {tensor}; dse stages every operand in an SRAM"
     if role == "ofmap" and cand.dataflow == "os":
         return "partial sums: dse (os) keeps them in the PEs, one write per output; AccelForge spills them per k tile"
+    if role == "ofmap" and action == "read":
+        return (
+            "partial sums: dse (SCALE-Sim's convention) charges no read-back of the partial sums it writes per "
+            "pass, only the drain to DRAM; AccelForge reads each back per k tile"
+        )
     if role == "ofmap":
         return (
-            "partial sums: SCALE-Sim's fold writes one per row fold (K / rows) and no read-back; AccelForge reads "
-            "and writes them per k tile"
+            f"partial sums: dse writes them once per pass of {a} row folds (the PE scratchpads keep the rest); "
+            "AccelForge once per k tile of its mapping"
         )
     if not more and hier.arrays > 1:
         return f"each of AccelForge's {hier.arrays} arrays reads its own copy per tile; dse's split shares differ"
-    return "mapping: on-chip reuse differs (fold: the streamed operand is re-read per fold of the other)"
+    if action == "write":
+        return "mapping: the two mappings fill this buffer from DRAM a different number of times"
+    if role == STATIONARY[cand.dataflow]:
+        window = " (a conv's input row once per sliding window of the taps a PE keeps)" if wl.kind == "conv" else ""
+        return (
+            f"mapping: dse loads the stationary {tensor} into the PEs once per pass{window}; AccelForge's mapping "
+            f"re-reads it {'less' if more else 'more'} often"
+        )
+    return (
+        f"mapping: dse re-reads the streamed operand once per pass of {b} column folds (the PE scratchpads keep "
+        f"a x b = {a} x {b} words of the stationary one); AccelForge's divisor tiling re-reads it "
+        f"{'less' if more else 'more'} often"
+    )
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -497,9 +396,15 @@ def compare(args: argparse.Namespace) -> int:
     table = price_table(arch_path.stem, hier, where, wl.bits)
     clock = float((result.get("peak_assumed") or {}).get("clock_Hz") or 1e9)
     mappers = MAPPERS if args.mapper == "best" else (args.mapper,)
-    dataflows = DATAFLOWS if args.dataflow == "best" else (args.dataflow,)
-    cands = candidates(wl, hier, table, where, clock, _dram_gbps(result, hier), mappers, dataflows, args.cpsat_s)
+    dataflows = allowed_dataflows(arch_yaml, hier, wl) if args.dataflow == "best" else (args.dataflow,)
+    dram_gbps = _dram_gbps(result, hier)
+    used = used_pes(result, hier)
+    cands = candidates(wl, used, table, where, clock, dram_gbps, mappers, dataflows, args.cpsat_s)
     best = min(cands, key=lambda c: c.energy_uj)
+    whole = None
+    if (used.rows, used.cols) != (hier.rows, hier.cols):
+        cands_all = candidates(wl, hier, table, where, clock, dram_gbps, mappers, dataflows, args.cpsat_s)
+        whole = min(cands_all, key=lambda c: c.energy_uj)
     af_total = float(result["energy_J"]) * 1e6
     p = best.point
     sram = (
@@ -521,6 +426,15 @@ def compare(args: argparse.Namespace) -> int:
             "tensor that a shared buffer serves once"
         )
     print("  candidates (uJ, lowest chosen): " + ", ".join(f"{c.label} {c.energy_uj:.1f}" for c in cands))
+    pe_depth = ", ".join(f"{r} {p[f'pe_{r}_words']}" for r in ("weight", "input", "psum"))
+    print(f"  per-PE scratchpad words (AccelForge's PE memories / data width): {pe_depth}")
+    print(f"  dataflows AccelForge's spatial fan-outs allow (their reuse): {', '.join(dataflows)}")
+    if whole is not None:
+        print(
+            f"  AccelForge's mapping uses {used.rows}x{used.cols} of the {hier.rows}x{hier.cols} PEs (its mapper "
+            f"tiles by exact divisors); dse maps onto the same PEs. On all of them dse gives {whole.energy_uj:.1f} uJ "
+            f"({(whole.energy_uj / (float(result['energy_J']) * 1e6) - 1) * 100:+.1f} %, {whole.label})"
+        )
     theirs = {}
     for key, count in result["actions_per_component_tensor_action"].items():
         lv = level_of(key, hier)

@@ -1,0 +1,216 @@
+"""AccelForge's side of the comparison (``dse.accelforge``): its architecture (the levels of RESULT.json's
+``evaluated_arch``, checked against the YAML) and its one-einsum workload."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import yaml
+
+from dse.graph import Graph, GraphBuilder
+
+WORKLOAD_ROLE = {"input": "ifmap", "weight": "filter", "output": "ofmap"}
+
+
+class CompareError(ValueError):
+    """An input this comparison cannot read (exit 2, one message)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# AccelForge's side: the architecture and the run
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Level:
+    """One AccelForge component: its per-bit read/write energies (pJ), leakage (W) and spatial fan-out."""
+
+    name: str
+    kind: str  # Memory | Container | Compute
+    read_pj: float
+    write_pj: float
+    leak_w: float
+    size_bits: float
+    fanout: tuple[int, ...]
+    bits_per_action: float = 1.0  # AccelForge counts this component's actions in units of this many bits
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    dram: Level
+    onchip: tuple[Level, ...]  # outermost first
+    pe_mems: tuple[Level, ...]
+    mac: Level
+    rows: int
+    cols: int
+    arrays: int
+    container: str = ""  # the PE array's spatial container
+    axes: tuple[str, ...] = ()  # its spatial fan-outs' names (the first is the rows)
+
+
+def _tagged_loader() -> type:
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def tagged(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict:
+        return {"_class": suffix, **loader.construct_mapping(node, deep=True)}
+
+    Loader.add_multi_constructor("!", tagged)
+    return Loader
+
+
+def read_yaml(path: Path) -> dict:
+    try:
+        return yaml.load(path.read_text(), Loader=_tagged_loader()) or {}  # noqa: S506 (a SafeLoader subclass)
+    except (OSError, yaml.YAMLError) as err:
+        raise CompareError(f"{path}: cannot read ({err})") from None
+
+
+def _level(entry: dict) -> Level:
+    actions = {a["name"]: a for a in entry.get("actions") or ()}
+
+    def per_bit(name: str) -> float:
+        a = actions.get(name)
+        if a is None:
+            return 0.0
+        bits = a.get("bits_per_action")
+        bits = float(bits) if isinstance(bits, (int, float)) and bits else 1.0
+        return float(a["energy_J"]) * 1e12 / bits
+
+    compute = actions.get("compute")
+    read = float(compute["energy_J"]) * 1e12 if compute else per_bit("read")
+    fanout = tuple(int(s["fanout"]) for s in entry.get("spatial") or ())
+    size = entry.get("size")
+    widths = [a.get("bits_per_action") for a in actions.values()]
+    width = next((float(b) for b in widths if isinstance(b, (int, float)) and b), 1.0)
+    return Level(
+        name=entry["name"],
+        kind=entry["type"],
+        read_pj=read,
+        write_pj=per_bit("write"),
+        leak_w=float(entry.get("leak_power") or 0.0),
+        size_bits=float(size) if isinstance(size, (int, float)) else 0.0,
+        fanout=fanout,
+        bits_per_action=width,
+    )
+
+
+def hierarchy(evaluated: list[dict], yaml_names: list[str], where: str) -> Hierarchy:
+    """The levels of an AccelForge digital architecture whose compute is one or several 2-D MAC arrays."""
+    levels = [_level(e) for e in evaluated]
+    missing = [lv.name for lv in levels if lv.name not in yaml_names]
+    if missing:
+        raise CompareError(f"{where}: evaluated_arch has {', '.join(missing)}, which the --arch YAML does not list")
+    containers = [i for i, lv in enumerate(levels) if lv.kind == "Container" and lv.fanout]
+    computes = [lv for lv in levels if lv.kind == "Compute"]
+    if not containers or len(computes) != 1 or levels[0].kind != "Memory":
+        raise CompareError(f"{where}: not a DRAM -> buffers -> PE array -> one MAC architecture")
+    pe = containers[0]
+    fan = levels[pe].fanout
+    rows, cols = fan[0], math.prod(fan[1:]) if len(fan) > 1 else 1
+    above = [lv for lv in levels[1:pe] if lv.kind == "Memory"]
+    below = [lv for lv in levels[pe + 1 :] if lv.kind == "Memory"]
+    extra = [lv.name for lv in levels[pe + 1 :] if lv.kind == "Container" and lv.fanout]
+    if extra:
+        raise CompareError(f"{where}: a second spatial level inside the PE array ({', '.join(extra)})")
+    arrays = math.prod(f for lv in above for f in lv.fanout) or 1
+    axes = tuple(str(a.get("name", "")) for a in evaluated[pe].get("spatial") or ())
+    return Hierarchy(levels[0], tuple(above), tuple(below), computes[0], rows, cols, arrays, levels[pe].name, axes)
+
+
+def used_pes(result: dict, hier: Hierarchy) -> Hierarchy:
+    """The PE array AccelForge's mapping uses (its ``spatial_usage`` of each fan-out): its mapper tiles by
+    exact divisors and may leave PEs idle, so dse maps onto the same PEs to compare the two mappings like for
+    like (the whole array's figure is printed beside)."""
+    usage = result.get("spatial_usage") or {}
+    share = [float(usage.get(f"spatial<SEP>{hier.container}<SEP>{axis}", 1.0)) for axis in hier.axes]
+    if len(share) < 2:
+        return hier
+    rows = max(1, round(hier.rows * share[0]))
+    cols = max(1, round(hier.cols * math.prod(share[1:])))
+    return replace(hier, rows=rows, cols=cols)
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: str  # 'matmul' (m, k, n) or 'conv' (n, c, m, p, q, r)
+    dims: dict[str, int]
+    tensors: dict[str, str]  # dse role ('ifmap' | 'filter' | 'ofmap') -> AccelForge tensor name
+    bits: int
+    label: str
+
+    @property
+    def splits(self) -> dict[str, str]:
+        """Dimension the arrays may share out -> the role every array then needs whole (broadcast)."""
+        return {"m": "filter", "n": "ifmap"} if self.kind == "matmul" else {"p": "filter", "m": "ifmap"}
+
+    def graph(self, split: str | None = None, parts: int = 1) -> Graph:
+        """The layer, or one array's share of it when ``parts`` arrays split dimension ``split``."""
+        d = dict(self.dims)
+        if split is not None:
+            d[split] = math.ceil(d[split] / parts)
+        b = GraphBuilder("layer")
+        if self.kind == "matmul":
+            b.linear(b.input("x", (d["m"], d["k"])), d["n"], name="layer", bias=False)
+        else:
+            x = b.input("x", (d["n"], d["c"], d["p"], d["q"]))
+            b.conv(x, d["m"], d["r"], pad=d["r"] // 2, name="layer", bias=False)
+        return b.build()
+
+
+_TENSOR = re.compile(r"(\w+)\[([^\]]*)\]")
+
+
+def read_workload(path: Path) -> Workload:
+    """A one-einsum AccelForge workload: a matmul Y[m, n] = X[m, k] * W[k, n] or a conv with sliding windows."""
+    spec = read_yaml(path).get("workload") or {}
+    einsums = spec.get("einsums") or []
+    if len(einsums) != 1:
+        raise CompareError(f"{path}: expected one einsum, found {len(einsums)}")
+    e = einsums[0]
+    bits = int((spec.get("bits_per_value") or {}).get("All", 8))
+    sizes = {}
+    for bound in e["iteration_space_shape"]:
+        m = re.fullmatch(r"\s*0\s*<=\s*(\w+)\s*<\s*(\d+)\s*", str(bound))
+        if not m:
+            raise CompareError(f"{path}: cannot read the bound {bound!r}")
+        sizes[m.group(1)] = int(m.group(2))
+    sizes.update({k: int(v) for k, v in (spec.get("rank_sizes") or {}).items()})
+    found = _TENSOR.findall(e["einsum"])
+    if len(found) != 3:
+        raise CompareError(f"{path}: einsum {e['einsum']!r} is not out = input * weight")
+    names = {role: e["renames"][role] for role in ("output", "input", "weight")}
+    ranks = {t: [part.strip() for part in idx.split(",")] for t, idx in found}
+    out, inp, wgt = (ranks[names[r]] for r in ("output", "input", "weight"))
+    windowed = [r for r in inp if ":" in r]
+    size = {k.lower(): v for k, v in sizes.items()}
+    roles = {WORKLOAD_ROLE[r]: names[r] for r in names}
+    if windowed:  # conv: input dims 'H: p + r'
+        c = next(r for r in wgt if r in inp)
+        kernel = [r for r in wgt if r not in inp and r not in out]
+        k_out = next(r for r in wgt if r in out)
+        p, q = (w.split(":")[1].split("+")[0].strip() for w in windowed)
+        if len(kernel) != 2 or size[kernel[0]] != size[kernel[1]]:
+            raise CompareError(f"{path}: only square kernels are compared")
+        dims = {"n": size.get("n", 1), "c": size[c], "m": size[k_out], "p": size[p], "q": size[q]}
+        dims["r"] = size[kernel[0]]
+        label = f"conv {dims['c']}->{dims['m']} {dims['p']}x{dims['q']} k{dims['r']}"
+        return Workload("conv", dims, roles, bits, label)
+    contracted = [r for r in inp if r in wgt and r not in out]
+    dims = {
+        "m": math.prod(size[r] for r in inp if r not in contracted),
+        "k": math.prod(size[r] for r in contracted),
+        "n": math.prod(size[r] for r in wgt if r not in contracted),
+    }
+    return Workload("matmul", dims, roles, bits, f"matmul {dims['m']}x{dims['k']} x {dims['k']}x{dims['n']}")
+
+
+def workload_path(result: dict, result_path: Path, given: Path | None) -> Path:
+    if given is not None:
+        return given
+    name = Path(str(result.get("workload_yaml", ""))).name
+    for folder in (result_path.parent.parent / "workloads", result_path.parent):
+        if name and (folder / name).is_file():
+            return folder / name
+    raise CompareError(f"{result_path}: workload {name or '?'} not found next to it; give --workload")
