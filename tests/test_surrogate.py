@@ -16,7 +16,7 @@ from dse.explore import explore
 from dse.session import build_evaluator
 from dse.spec import SpecError, parse_spec
 from dse.zoo import build
-from hwmodels.systolic.pricing import sram_pj_per_byte
+from hwmodels.systolic.pricing import sram_pj_per_byte, systolic_area_mm2
 from mappers.systolic.fold import SystolicFoldMapper
 from surrogates.dataset import WorkloadSpec, build_dataset, design_frame, stratified_points
 from surrogates.evaluate import accuracy
@@ -241,6 +241,8 @@ def test_vectorised_arch_table_equals_per_point_instantiate():
             "precision": str(rng.choice(["int8", "int16", "fp16", "fp32"])),
             "tech": str(rng.choice(["asic-45nm", "asic-16nm"])),
             "vector_lanes": int(rng.choice([0, 16, 64])),
+            "pe_weight_words": int(rng.choice([1, 12, 224])),
+            "pe_psum_words": int(rng.choice([1, 24])),
         }
         for _ in range(200)
     ]
@@ -253,6 +255,8 @@ def test_vectorised_arch_table_equals_per_point_instantiate():
         assert table.columns["_filter_words"][i] == arch.sram_words("filter")
         assert table.columns["_words_per_cycle"][i] == pytest.approx(arch.dram_words_per_cycle, rel=1e-12)
         assert table.columns["_dataflow"][i] == ["os", "ws", "is"].index(arch.dataflow)
+        # the one area formula: PE array with its scratchpads, banked SRAM macros, lanes, die overheads
+        assert table.columns["_area_total"][i] == pytest.approx(sum(systolic_area_mm2(arch).values()), rel=1e-12)
     split = feat.arch_table("systolic", [{"sram_kib": 96.0}, {"sram_kib": 300}], {})
     assert list(split.columns["log_filter_kib"]) == pytest.approx([np.log2(32.0), np.log2(100.0)])
     bad = [*points[:5], {**points[5], "ifmap_sram_kib": 0.1}]

@@ -454,6 +454,17 @@ def sram_area_columns(tech: tuple[np.ndarray, list[str]], sizes: tuple, unified:
     return out
 
 
+def pe_local_area_columns(tech: tuple[np.ndarray, list[str]], bits, acc_bits, words: dict) -> np.ndarray:  # noqa: ANN001
+    """``pe_local_storage_mm2`` of one PE of each design, as a column (``words``: role -> column of depths)."""
+    codes, names = tech
+    out = np.zeros(len(codes))
+    for code, name in enumerate(names):
+        mask = codes == code
+        depth = {role: np.asarray(column)[mask] for role, column in words.items()}
+        out[mask] = pe_local_storage_mm2(area_node(name), np.asarray(bits)[mask], np.asarray(acc_bits)[mask], depth)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------
 # Charges: access counts x these prices (the systolic model per layer, the multicore mapper per task)
 # ---------------------------------------------------------------------------------------------------

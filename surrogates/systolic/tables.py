@@ -27,6 +27,7 @@ from hwmodels.systolic.pricing import (
     bank_kib,
     pe_action_columns,
     pe_load_pj_per_word,
+    pe_local_area_columns,
     pe_storage_pj_per_mac,
     sram_area_columns,
     sram_pj_per_byte,
@@ -36,6 +37,7 @@ from mappers.payloads import FoldPlan
 from mappers.systolic.fold import ARRAY_KINDS, SystolicFoldMapper, lower_op
 from templates.systolic import (
     DRAM_MODES,
+    PE_SCRATCHPADS,
     PRECISIONS,
     SRAM_NAMES,
     SystolicTemplate,
@@ -295,6 +297,8 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
     acc_bytes = accumulator_bits_of(number("acc_bits", 0), bits, is_int) / 8
     dataflow_names = np.asarray(DATAFLOWS)[dataflow]
     sram_kib = sizes[0] + sizes[1] + sizes[2]
+    depths = {role: number(f"pe_{role}_words", 1) for role in PE_SCRATCHPADS}
+    pe_local = rows * cols_ * pe_local_area_columns(tech, bits, acc_bytes * 8, depths)
     area_floor = rows * cols_ * pe_area + sram_kib * sram_area + lanes * alu_area
     columns = {
         "log_rows": np.log2(rows),
@@ -331,7 +335,7 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
         "_e_sram_of": e_sram[2] * word_bytes,
         "_area_floor": area_floor,
         "_area_total": area_total_mm2(
-            rows * cols_ * pe_area + lanes * alu_area, sram_area_columns(tech, sizes, unified)
+            rows * cols_ * pe_area + lanes * alu_area, sram_area_columns(tech, sizes, unified) + pe_local
         ),
         "_e_dram": e_dram * word_bytes,
         "_e_pe_mac": pe_storage_pj_per_mac(dataflow_names, word_bytes, acc_bytes, pe_actions),
