@@ -267,7 +267,7 @@ class SystolicTemplate(Template):
                     f"pe_{role}_words",
                     "int",
                     1,
-                    f"{role} words each PE keeps (1 = a register; deeper: a scratchpad reusing them; its area in pe_array)",
+                    f"{role} words each PE keeps (1 = a register; deeper: a scratchpad reusing them, area in pe_array)",
                     low=1,
                     high=65536,
                 )
