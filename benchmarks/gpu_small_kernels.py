@@ -21,8 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hwmodels.catalogs.gpu_tuning import default_tuning
+from hwmodels.catalogs.gpu_tuning import starting_tuning
 from hwmodels.gpu.calibrate import (
+    BEFORE_EFFECTS,
+    EFFECTS,
     OP_KINDS,
     Measurement,
     family_cross_validate,
@@ -70,13 +72,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", action="store_true", help="print every held-out row")
     args = parser.parse_args(argv)
     for gpu, rows in datasets():
-        arch = with_tuning(GpuTemplate().instantiate({"gpu": gpu, "precision": "fp16"}), default_tuning())
+        arch = with_tuning(GpuTemplate().instantiate({"gpu": gpu, "precision": "fp16"}), starting_tuning(gpu))
         held: dict[str, dict[str, list[tuple[Measurement, float]]]] = {}
         full = {}
-        for rule, identify in (("before", False), ("after", True)):
-            full[rule] = fit(rows, arch, identify=identify).tuning  # the long-row threshold: picked once, here
-            fitter = partial(fit, identify=identify, long_row_bytes=full[rule].long_row_bytes)
-            held[rule] = family_cross_validate(rows, arch, ("gemm", "conv"), fitter)
+        rules = {"before": BEFORE_EFFECTS, "after": EFFECTS}
+        for rule, effects in rules.items():
+            full[rule] = fit(rows, arch, effects=effects).tuning  # the long-row threshold: picked once, here
+            fitter = partial(fit, effects=effects, long_row_bytes=full[rule].long_row_bytes)
+            held[rule] = family_cross_validate(rows, arch, ("gemm", "conv"), fitter, effects.warm_l2)
         print(f"{arch.display} (fp16, {len(rows)} rows): mean absolute error, each shape family held out")
         print(f"  {'family':<30} {'rows':>5} {'before':>9} {'after':>9}")
         for family in held["after"]:
@@ -97,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
             for size in sizes:
                 shape = Measurement(gpu, "fp16", "gemm", m_rows, size, size, 1, 1.0, "eager")
                 priced = {
-                    rule: predict_seconds(shape, with_tuning(arch, tuning)) * 1e6 for rule, tuning in full.items()
+                    rule: predict_seconds(shape, with_tuning(arch, tuning), warm_l2=rules[rule].warm_l2) * 1e6
+                    for rule, tuning in full.items()
                 }
                 print(f"    K = N = {size:<4} before {priced['before']:6.1f} us   after {priced['after']:6.1f} us")
         if args.rows:

@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         f"fitted: compute_fraction={tuning.compute_fraction:.3f} bandwidth_fraction={tuning.bandwidth_fraction:.3f} "
         f"launch_us={tuning.launch_us:.2f} overlap_exponent={tuning.overlap_exponent:.2f} "
         f"long_row_bytes={tuning.long_row_bytes:g} conv_efficiency={tuning.conv_efficiency:.3f} "
-        f"conv_fixed_us={tuning.conv_fixed_us:.2f}"
+        f"conv_fixed_us={tuning.conv_fixed_us:.2f} misaligned_efficiency={tuning.misaligned_efficiency:.3f} "
+        f"warm_l2_ratio={tuning.warm_l2_ratio:.3f}"
     )
     for k in tuning.kernels:
         print(
