@@ -32,7 +32,6 @@ from hwmodels.gpu.calibrate import (
     OP_KINDS,
     Fit,
     Measurement,
-    evaluate,
     family_cross_validate,
     fit,
     mape_by_kind,
@@ -44,6 +43,7 @@ from hwmodels.gpu.calibrate import (
     write_measurements,
 )
 from hwmodels.gpu.calibrate_power import fit_power, power_errors, row_activity
+from hwmodels.gpu.calibrate_report import evaluate
 from hwmodels.gpu.cost import Gemm, KernelCost, Tile, allgather_seconds, allreduce_seconds, gemm_cost
 from hwmodels.gpu.model import GpuModel, kernel_power_w
 from mappers.gpu import GpuTileMapper, best_tile

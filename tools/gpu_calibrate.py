@@ -25,8 +25,6 @@ from hwmodels.catalogs.gpu_tuning import calibration_for, write_calibration, wri
 from hwmodels.gpu.calibrate import (
     OP_KINDS,
     Measurement,
-    calibration_entry,
-    evaluate,
     mape_by_kind,
     predict_seconds,
     read_llmcompass,
@@ -34,6 +32,7 @@ from hwmodels.gpu.calibrate import (
     with_tuning,
 )
 from hwmodels.gpu.calibrate_power import fit_power, power_errors
+from hwmodels.gpu.calibrate_report import calibration_entry, evaluate
 from templates.gpu import GpuTemplate
 
 ROOT = Path(__file__).resolve().parents[1]
