@@ -56,9 +56,12 @@ def test_a_row_stride_off_16_bytes_streams_operands_at_the_misaligned_share() ->
     fast = gemm_cost(Gemm(3000, 200, 704, 1), tile, arch, **kw)
     assert slow.compute_s == pytest.approx(fast.compute_s) and slow.bound == "l2"
     assert slow.l2_s / slow.l2_bytes == pytest.approx(4.0 * fast.l2_s / fast.l2_bytes)
-    # a conv with a filter window keeps its own constants; CUDA-core GEMMs (fp32) have no tensor-op kernels
+    # a conv with a filter window keeps its own constants; a matrix-vector product (M = 1) runs gemv kernels and
+    # CUDA-core GEMMs (fp32) no tensor-op kernels: none of them pays
     conv = gemm_cost(Gemm(3000, 200, 700, 1, conv=True), tile, arch, **kw)
     assert conv.l2_s / conv.l2_bytes == pytest.approx(fast.l2_s / fast.l2_bytes)
+    gemv, gemv_even = (gemm_cost(Gemm(1, 64, k, 12), tile, arch, **kw) for k in (1025, 1032))  # decode: A.V
+    assert gemv.l2_s / gemv.l2_bytes == pytest.approx(gemv_even.l2_s / gemv_even.l2_bytes)
     simt = _arch(precision="fp32", misaligned_efficiency=0.25)
     odd, even = (gemm_cost(Gemm(3000, 200, k, 1), tile, simt, **kw) for k in (700, 704))
     assert odd.l2_s / odd.l2_bytes == pytest.approx(even.l2_s / even.l2_bytes)

@@ -35,7 +35,7 @@ from hwmodels.gpu.calibrate_rows import Measurement
 from hwmodels.gpu.calibrate_rows import read_llmcompass as read_llmcompass
 from hwmodels.gpu.calibrate_rows import read_measurements as read_measurements
 from hwmodels.gpu.calibrate_rows import write_measurements as write_measurements
-from hwmodels.gpu.cost import Gemm, Tile, aligned, gemm_cost, memory_kernel_cost
+from hwmodels.gpu.cost import Gemm, Tile, gemm_cost, memory_kernel_cost, misaligned_tiles
 from mappers.gpu import best_tile
 from templates.gpu import GpuArch
 
@@ -265,15 +265,14 @@ def stream_bound_rows(rows: Sequence[Measurement], arch: GpuArch, effects: RowEf
 
 
 def misaligned_rows(rows: Sequence[Measurement], arch: GpuArch, effects: RowEffects) -> list[Measurement]:
-    """Device-visible tensor-core GEMM rows with a misaligned row stride (``hwmodels.gpu.cost.aligned``)."""
-    if not (effects.alignment and arch.uses_tensor_cores):
+    """Device-visible GEMM rows run as misaligned tensor-core tiles (``hwmodels.gpu.cost.misaligned_tiles``)."""
+    if not effects.alignment:
         return []
     return [
         m
         for m in rows
         if m.kind == "GEMM"
-        and not _gemm(m, arch.elem_bytes).conv
-        and not aligned(_gemm(m, arch.elem_bytes), arch.elem_bytes)
+        and misaligned_tiles(_gemm(m, arch.elem_bytes), arch)
         and device_visible(m, arch, effects.warm_l2)
     ]
 

@@ -110,10 +110,15 @@ def aligned(gemm: Gemm, elem_bytes: int) -> bool:
 def operand_load_share(gemm: Gemm, arch: GpuArch) -> float:
     """Share of the L2-to-SM operand rate a tensor-core GEMM reaches: ``misaligned_efficiency`` where a row
     stride is misaligned (the fallback kernels load operand tiles in 2- to 8-byte pieces, so feeding shared
-    memory, not the math, bounds the main loop), 1 otherwise; a conv with a filter window has its own constants."""
-    if gemm.conv or not arch.uses_tensor_cores or aligned(gemm, arch.elem_bytes):
-        return 1.0
-    return arch.tuning.misaligned_efficiency
+    memory, not the math, bounds the main loop), 1 otherwise; a conv with a filter window has its own constants
+    and a matrix-vector product (M = 1, e.g. a decode step's attention over an odd KV length) no tiles."""
+    return arch.tuning.misaligned_efficiency if misaligned_tiles(gemm, arch) else 1.0
+
+
+def misaligned_tiles(gemm: Gemm, arch: GpuArch) -> bool:
+    """A tensor-core GEMM run as tiles (not a conv with a window, not a matrix-vector product: M = 1 runs gemv
+    kernels) whose K rows are off the 16-byte alignment (``aligned``)."""
+    return not (gemm.conv or gemm.M == 1 or not arch.uses_tensor_cores or aligned(gemm, arch.elem_bytes))
 
 
 def tile_fits(tile: Tile, arch: GpuArch) -> bool:
