@@ -25,8 +25,6 @@ from hwmodels.catalogs.gpu_tuning import calibration_for, write_calibration, wri
 from hwmodels.gpu.calibrate import (
     OP_KINDS,
     Measurement,
-    calibration_entry,
-    evaluate,
     mape_by_kind,
     predict_seconds,
     read_llmcompass,
@@ -34,6 +32,7 @@ from hwmodels.gpu.calibrate import (
     with_tuning,
 )
 from hwmodels.gpu.calibrate_power import fit_power, power_errors
+from hwmodels.gpu.calibrate_report import calibration_entry, evaluate
 from templates.gpu import GpuTemplate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         f"fitted: compute_fraction={tuning.compute_fraction:.3f} bandwidth_fraction={tuning.bandwidth_fraction:.3f} "
         f"launch_us={tuning.launch_us:.2f} overlap_exponent={tuning.overlap_exponent:.2f} "
         f"long_row_bytes={tuning.long_row_bytes:g} conv_efficiency={tuning.conv_efficiency:.3f} "
-        f"conv_fixed_us={tuning.conv_fixed_us:.2f}"
+        f"conv_fixed_us={tuning.conv_fixed_us:.2f} misaligned_efficiency={tuning.misaligned_efficiency:.3f} "
+        f"warm_l2_ratio={tuning.warm_l2_ratio:.3f}"
     )
     for k in tuning.kernels:
         print(

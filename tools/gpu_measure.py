@@ -458,7 +458,8 @@ def write_csv(path: Path, rows: list[Row], info: dict[str, str], gpu: str, warmu
 
 def fit_and_report(csv_path: Path, gpu: str, precision: str) -> None:
     """Fit the GPU model's tuning constants to the measured rows and print the error per op kind."""
-    from hwmodels.gpu.calibrate import evaluate, read_measurements
+    from hwmodels.gpu.calibrate import read_measurements
+    from hwmodels.gpu.calibrate_report import evaluate
     from templates.gpu import GpuTemplate
 
     arch = GpuTemplate().instantiate({"gpu": gpu, "precision": precision})

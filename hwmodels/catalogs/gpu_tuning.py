@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.files import atomic_write_text
-from hwmodels.catalogs.gpu import GPU_SOURCES_MD, assumption, sources_markdown
+from hwmodels.catalogs.gpu import GPU_SOURCES_MD, PUBLISHED_GEMM_FRACTION, assumption, sources_markdown
 
 CALIBRATION_JSON = Path(__file__).resolve().parent.parent / "data" / "gpu_calibration.json"
 # Kernel kinds with their own tuning; any other memory-bound kernel (pool, fft, scan) uses "elementwise".
@@ -33,6 +33,12 @@ ROW_KINDS = ("softmax", "layernorm")  # row-wise reductions: long rows may need 
 ENERGY_CATALOG = "catalog estimate from TDP and utilization (static share assumed), not measured"
 CONV_EFFICIENCY_DEFAULT = 0.30
 CONV_FIXED_US_DEFAULT = 7.9
+# A tensor-core GEMM whose row strides (K for A, N for B and C, row-major) are not a multiple of 16 bytes cannot
+# use cuBLAS's 128-bit aligned kernels (the cuBLAS guide's tensor-op alignment rule) and falls back to slower
+# ones, which load operand tiles in narrower pieces. Where a GPU's calibration has no such row this is the share
+# of the L2-to-SM operand rate fitted on a real H100 SXM's bf16 rows (hwmodels/data/gpu_measured_h100_graph_bf16.csv,
+# the misaligned K = 700 GEMM, cuBLAS via PyTorch 2.11), ASSUMED to transfer to other GPUs and precisions.
+MISALIGNED_EFFICIENCY_DEFAULT = 0.091
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,11 @@ class GpuTuning:
     # implicit-GEMM convolution: share of the GEMM main-loop rate it reaches, and its extra device time per call
     conv_efficiency: float = CONV_EFFICIENCY_DEFAULT
     conv_fixed_us: float = CONV_FIXED_US_DEFAULT
+    # a GEMM with a row stride not a multiple of 16 bytes: share of the L2-to-SM operand rate it reaches
+    misaligned_efficiency: float = MISALIGNED_EFFICIENCY_DEFAULT
+    # a measured call repeated on operands that stay in L2 reads them at this multiple of DRAM bandwidth
+    # (the measurement's condition, ``hwmodels.gpu.calibrate.warm_in_l2``; 0: as fast as from DRAM)
+    warm_l2_ratio: float = 0.0
     kernels: tuple[KernelTuning, ...] = field(default_factory=tuple)
     # measured board power per kernel kind (empty: energy is the catalog estimate from TDP and utilization)
     power: tuple[KernelPower, ...] = ()
@@ -96,7 +107,13 @@ class GpuTuning:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GpuTuning:
-        data = {"conv_efficiency": CONV_EFFICIENCY_DEFAULT, "conv_fixed_us": CONV_FIXED_US_DEFAULT, **data}
+        data = {
+            "conv_efficiency": CONV_EFFICIENCY_DEFAULT,
+            "conv_fixed_us": CONV_FIXED_US_DEFAULT,
+            "misaligned_efficiency": MISALIGNED_EFFICIENCY_DEFAULT,
+            "warm_l2_ratio": 0.0,
+            **data,
+        }
         scalars = {f.name: float(data[f.name]) for f in fields(cls) if f.name not in ("kernels", "power")}
         kernels = tuple(
             KernelTuning(kind, **{k: float(v) for k, v in data["kernels"][kind].items()}) for kind in KERNEL_KINDS
@@ -121,6 +138,14 @@ def default_tuning() -> GpuTuning:
         long_row_bytes=assumption("long_row_bytes"),
         kernels=tuple(KernelTuning(kind, bandwidth, host) for kind in KERNEL_KINDS),
     )
+
+
+def starting_tuning(gpu: str) -> GpuTuning:
+    """Where a calibration of ``gpu`` starts: the catalog constants, with the compute fraction of a published
+    large GEMM where the catalog has one (``PUBLISHED_GEMM_FRACTION``); a constant no row moves stays here."""
+    published = PUBLISHED_GEMM_FRACTION.get(gpu)
+    tuning = default_tuning()
+    return tuning if published is None else replace(tuning, compute_fraction=published.value)
 
 
 ENERGY_MEASURED = "measured board power (NVML), fitted per kernel kind"

@@ -19,29 +19,28 @@ No learned residual: a parametric model transfers to shapes it never saw.
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 from scipy.optimize import least_squares
 
-from dse.files import atomic_write
 from hwmodels.catalogs.gpu import assumption
-from hwmodels.catalogs.gpu_tuning import Calibration, GpuTuning, KernelPower, default_tuning
-from hwmodels.gpu.cost import Gemm, Tile, gemm_cost, memory_kernel_cost
+from hwmodels.catalogs.gpu_tuning import GpuTuning
+from hwmodels.gpu.calibrate_rows import OP_KINDS as OP_KINDS
+from hwmodels.gpu.calibrate_rows import PLAIN_COLUMNS as PLAIN_COLUMNS
+from hwmodels.gpu.calibrate_rows import Measurement
+from hwmodels.gpu.calibrate_rows import read_llmcompass as read_llmcompass
+from hwmodels.gpu.calibrate_rows import read_measurements as read_measurements
+from hwmodels.gpu.calibrate_rows import write_measurements as write_measurements
+from hwmodels.gpu.cost import Gemm, Tile, gemm_cost, memory_kernel_cost, misaligned_tiles
 from mappers.gpu import best_tile
 from templates.gpu import GpuArch
 
-PLAIN_COLUMNS = ("gpu", "precision", "op", "M", "N", "K", "count", "latency_s", "method", "source", "name")
-# op as measured -> the report's op kind and the model's kernel kind
-OP_KINDS = {"gemm": "GEMM", "conv": "GEMM", "softmax": "softmax", "layernorm": "layernorm", "gelu": "GELU"}
 KERNEL_OF = {"GEMM": "gemm", "softmax": "softmax", "layernorm": "layernorm", "GELU": "elementwise"}
 LONG_ROW_CHOICES = (4096.0, 8192.0, 16384.0, 32768.0, 65536.0)  # bytes; the fit picks the best
-LLMCOMPASS_FILES = {"matmul": "gemm", "softmax": "softmax", "layernorm": "layernorm", "gelu": "gelu"}
 # robust loss on log errors: quadratic up to ~20 %, then linear, so one kernel the model does not describe
 # (a misaligned GEMM, a 3-channel conv) cannot drag every other row's constants
 LOSS, LOSS_SCALE = "soft_l1", 0.2
@@ -53,116 +52,6 @@ HOST_BOUND_SHARE = 0.5
 # and timing method), times a measured ratio (catalog ``gemm_host_ratio``).
 HOST_REFERENCE = "softmax.host_us"
 HOST_RATIOS = {"gemm.host_us": "gemm_host_ratio"}
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """One timed call. GEMM: C[M x N] = A[M x K] B[K x N], ``count`` times; softmax/layernorm: M rows of N;
-    GELU: M elements. ``method`` says how it was taken ('eager ...' = one framework call per timing)."""
-
-    gpu: str
-    precision: str
-    op: str
-    M: int
-    N: int
-    K: int
-    count: int
-    seconds: float
-    method: str = "eager"
-    source: str = ""
-    name: str = ""
-    traffic_bytes: float = 0.0  # the file's ``bytes``: every operand once (a conv's real input, not im2col)
-    power_w: float = 0.0  # mean board power (NVML) while the call ran back to back; 0 = not measured
-    power_call_s: float = 0.0  # time per call during that power run
-
-    @property
-    def kind(self) -> str:
-        return OP_KINDS.get(self.op, self.op)
-
-    @property
-    def eager(self) -> bool:
-        return self.method.startswith("eager")
-
-
-# ---------------------------------------------------------------------------------------------------
-# Reading measurements
-# ---------------------------------------------------------------------------------------------------
-def read_measurements(path: str | Path, ops: Sequence[str] | None = None) -> list[Measurement]:
-    """Rows of a plain measurement CSV (``PLAIN_COLUMNS``; other columns are ignored)."""
-    rows = []
-    with Path(path).open(newline="") as handle:
-        for r in csv.DictReader(handle):
-            if ops is not None and r["op"] not in ops:
-                continue
-            rows.append(
-                Measurement(
-                    gpu=r["gpu"],
-                    precision=r["precision"],
-                    op=r["op"],
-                    M=int(r["M"]),
-                    N=int(r["N"]),
-                    K=int(r["K"]),
-                    count=int(r["count"]),
-                    seconds=float(r["latency_s"]),
-                    method=r.get("method", "eager"),
-                    source=r.get("source", ""),
-                    name=r.get("name", ""),
-                    traffic_bytes=float(r.get("bytes") or 0.0),
-                    power_w=float(r.get("power_w") or 0.0),
-                    power_call_s=float(r.get("power_call_s") or 0.0),
-                )
-            )
-    return rows
-
-
-def write_measurements(path: Path, rows: Sequence[Measurement], extra: Sequence[dict] | None = None) -> Path:
-    """A plain measurement CSV: ``PLAIN_COLUMNS`` then any extra columns (same keys in every row)."""
-    extra = list(extra) if extra is not None else [{} for _ in rows]
-    power = ("power_w", "power_call_s") if any(m.power_w > 0 for m in rows) else ()
-    names = [*PLAIN_COLUMNS, *power] + [k for k in (extra[0] if extra else {}) if k not in (*PLAIN_COLUMNS, *power)]
-
-    def write(temporary: Path) -> None:
-        with temporary.open("w", newline="") as out:
-            writer = csv.DictWriter(out, fieldnames=names)
-            writer.writeheader()
-            for m, more in zip(rows, extra):
-                plain = dict(zip(PLAIN_COLUMNS, (m.gpu, m.precision, m.op, m.M, m.N, m.K, m.count)))
-                plain.update(latency_s=repr(m.seconds), method=m.method, source=m.source, name=m.name)
-                plain.update({column: repr(getattr(m, column)) for column in power})
-                writer.writerow({**plain, **more})
-
-    return atomic_write(path, write)
-
-
-def _numbers(line: str) -> list[float]:
-    return [float(cell.strip().removesuffix("ms").removesuffix("Tflops")) for cell in line.split(",") if cell.strip()]
-
-
-def read_llmcompass(folder: str | Path, gpu: str = "a100_80gb") -> list[Measurement]:
-    """LLMCompass's real-hardware files in ``folder`` (``matmul_*.csv``, ``softmax_*``, ``layernorm_*``,
-    ``gelu_*``; fp16, PyTorch eager): latency from the file's own latency or throughput column."""
-    folder = Path(folder)
-    source = f"LLMCompass real-hardware measurements (ae/figure5/*/real_hardware, folder {folder.name})"
-    method = "eager PyTorch call, fp16, LLMCompass run_on_gpu"
-    rows: list[Measurement] = []
-    for path in sorted(folder.glob("*.csv")):
-        prefix = path.name.split("_", 1)[0]
-        op = LLMCOMPASS_FILES.get(prefix)
-        if op is None:
-            continue
-        for i, line in enumerate(path.read_text().splitlines()):
-            if not line.strip():
-                continue
-            v = _numbers(line)
-            name = f"{path.stem}:{i + 1}"
-            if op == "gemm":  # M, N, K, latency ms, TFLOPS (K = N in every file)
-                m, n, k, seconds = int(v[0]), int(v[1]), int(v[2]), v[3] * 1e-3
-            elif op == "gelu":  # M elements, 1e9 elements/s
-                m, n, k, seconds = int(v[0]), 1, 0, v[0] / (v[1] * 1e9)
-            else:  # M rows, N columns, 1e9 elements/s
-                m, n, k, seconds = int(v[0]), int(v[1]), 0, v[0] * v[1] / (v[2] * 1e9)
-            rows.append(Measurement(gpu, "fp16", op, m, n, k, 1, seconds, method, source, name))
-    return rows
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -199,9 +88,42 @@ def row_work(m: Measurement, elem_bytes: int) -> tuple[float, float]:
     return ELEMENTWISE_FLOPS.get(m.op, 1.0) * elements, 2.0 * elements * elem_bytes
 
 
-def predict_seconds(m: Measurement, arch: GpuArch, tile: Tile | None = None) -> float:
-    """Model time of one measured call: operands from DRAM; GEMMs with ``tile`` or else the best tile."""
+@dataclass(frozen=True)
+class RowEffects:
+    """How the measurements were taken, as the model of a row prices it (all off: the model before issue #29).
+
+    ``warm_l2``: every row repeats its call on the same tensors (warm-up calls then the timed repeats, or a CUDA
+    graph of 20 calls), so a GEMM whose operands all fit the L2 reads them from L2, not DRAM (``warm_in_l2``),
+    at ``warm_l2_ratio`` x the DRAM bandwidth.
+    ``alignment``: a GEMM with a row stride that is not a multiple of 16 bytes runs at ``misaligned_efficiency``
+    (off: 1, every GEMM priced as aligned)."""
+
+    warm_l2: bool = True
+    alignment: bool = True
+
+
+EFFECTS = RowEffects()
+BEFORE_EFFECTS = RowEffects(warm_l2=False, alignment=False)
+
+
+def warm_in_l2(m: Measurement, arch: GpuArch) -> bool:
+    """A GEMM row whose operands (A, B and C) together fit the GPU's L2: repeated calls keep them there."""
+    return m.kind == "GEMM" and sum(_operand_bytes(m, arch.elem_bytes)) <= arch.l2_mib * 2**20
+
+
+def warm_arch(m: Measurement, arch: GpuArch, warm_l2: bool = True) -> GpuArch:
+    """``arch`` as the row runs: timed eager or as a graph, and for a GEMM warm in L2 (with ``warm_l2``) its
+    operand stream at ``warm_l2_ratio`` x DRAM bandwidth (0: at the DRAM share, as a cold call)."""
     arch = as_measured(arch, m)
+    if warm_l2 and arch.tuning.warm_l2_ratio > 0.0 and warm_in_l2(m, arch):
+        return replace(arch, bandwidth_fraction=arch.tuning.warm_l2_ratio)
+    return arch
+
+
+def predict_seconds(m: Measurement, arch: GpuArch, tile: Tile | None = None, warm_l2: bool = True) -> float:
+    """Model time of one measured call: operands streamed from DRAM, or from L2 for a GEMM that fits it when
+    ``warm_l2`` (``RowEffects``, ``warm_arch``); GEMMs with ``tile`` or else the best tile."""
+    arch = warm_arch(m, arch, warm_l2)
     eb = arch.elem_bytes
     if m.kind == "GEMM":
         a, b, c = _operand_bytes(m, eb)
@@ -243,6 +165,10 @@ PARAMETERS: tuple[tuple[str, float, float], ...] = (
     ("overlap_exponent", 1.0, 12.0),
     ("conv_efficiency", 0.05, 1.0),
     ("conv_fixed_us", 0.0, 50.0),
+    # re-reads of operands warm in L2 over DRAM bandwidth: free only where a warm GEMM is bound by them
+    ("warm_l2_ratio", 0.2, 10.0),
+    # a misaligned GEMM's share of the main-loop rate: free only where such a GEMM's device time shows
+    ("misaligned_efficiency", 0.02, 1.0),
     ("gemm.host_us", 0.0, 500.0),
     ("softmax.bandwidth_fraction", 0.1, 1.0),
     ("softmax.host_us", 0.0, 500.0),
@@ -307,9 +233,48 @@ def _identified(jac: np.ndarray, names: Sequence[str]) -> list[str]:
     return [n for n, v in zip(names, norms) if v < 1e-6]
 
 
-def device_seconds(m: Measurement, arch: GpuArch) -> float:
+def device_seconds(m: Measurement, arch: GpuArch, warm_l2: bool = True) -> float:
     """Model time of the row's kernel on the device alone (no host cost)."""
-    return predict_seconds(replace(m, method="graph"), arch)
+    return predict_seconds(replace(m, method="graph"), arch, warm_l2=warm_l2)
+
+
+def device_visible(m: Measurement, arch: GpuArch, warm_l2: bool = True) -> bool:
+    """A row whose measured time shows its device time: a CUDA-graph row, or an eager one whose device time
+    (starting constants) is more than ``HOST_BOUND_SHARE`` of what was measured."""
+    return not m.eager or device_seconds(m, arch, warm_l2) > HOST_BOUND_SHARE * m.seconds
+
+
+def stream_bound_rows(rows: Sequence[Measurement], arch: GpuArch, effects: RowEffects) -> list[Measurement]:
+    """Device-visible GEMM rows warm in L2 whose time is their operand stream (starting constants, best tile)."""
+    out = []
+    for m in rows:
+        if not (effects.warm_l2 and warm_in_l2(m, arch) and device_visible(m, arch)):
+            continue
+        a, b, c = _operand_bytes(m, arch.elem_bytes)
+        cost = gemm_cost(
+            _gemm(m, arch.elem_bytes),
+            _tile_for(m, arch),
+            warm_arch(m, arch),
+            a_dram_bytes=a,
+            b_dram_bytes=b,
+            c_dram_bytes=c,
+        )
+        if cost.bound == "dram":
+            out.append(m)
+    return out
+
+
+def misaligned_rows(rows: Sequence[Measurement], arch: GpuArch, effects: RowEffects) -> list[Measurement]:
+    """Device-visible GEMM rows run as misaligned tensor-core tiles (``hwmodels.gpu.cost.misaligned_tiles``)."""
+    if not effects.alignment:
+        return []
+    return [
+        m
+        for m in rows
+        if m.kind == "GEMM"
+        and misaligned_tiles(_gemm(m, arch.elem_bytes), arch)
+        and device_visible(m, arch, effects.warm_l2)
+    ]
 
 
 def host_bound_kernels(rows: Sequence[Measurement], arch: GpuArch) -> set[str]:
@@ -317,13 +282,18 @@ def host_bound_kernels(rows: Sequence[Measurement], arch: GpuArch) -> set[str]:
     return {KERNEL_OF[m.kind] for m in rows if m.eager and device_seconds(m, arch) <= HOST_BOUND_SHARE * m.seconds}
 
 
-def free_parameters(rows: Sequence[Measurement], arch: GpuArch, identify: bool = True) -> list[int]:
+def free_parameters(
+    rows: Sequence[Measurement], arch: GpuArch, identify: bool = True, effects: RowEffects = EFFECTS
+) -> list[int]:
     """Indices into ``PARAMETERS`` that ``rows`` can constrain. The others stay at their starting values:
     a kernel kind's constants only show in its rows, the conv constants only in conv rows. With ``identify``
     (the default), a host cost only in a host-bound eager row of its kind (``host_bound_kernels``), and the
     device's fixed cost and the overlap exponent only when some rows are device time alone (CUDA graphs):
     eager rows alone cannot tell them from the host's cost. (Left free, the solver moved them anyway: the
-    A100's GEMM host cost drifted to 45 us on rows where 170 us of device time hides it.)"""
+    A100's GEMM host cost drifted to 45 us on rows where 170 us of device time hides it.) The warm-L2 stream
+    ratio only where a device-visible GEMM warm in L2 is bound by its operand stream (``stream_bound_rows``),
+    the misaligned efficiency only where a device-visible misaligned GEMM shows it (``misaligned_rows``):
+    elsewhere no row moves them and a free constant would drift."""
     eager_kernels = {KERNEL_OF[m.kind] for m in rows if m.eager}
     hosts = host_bound_kernels(rows, arch) if identify else eager_kernels
     device_only = any(not m.eager for m in rows) or not identify
@@ -339,6 +309,10 @@ def free_parameters(rows: Sequence[Measurement], arch: GpuArch, identify: bool =
             keep = device_only
         elif name.startswith("conv_"):
             keep = any(_gemm(m, arch.elem_bytes).conv for m in rows)
+        elif name == "warm_l2_ratio":
+            keep = bool(stream_bound_rows(rows, arch, effects))
+        elif name == "misaligned_efficiency":
+            keep = bool(misaligned_rows(rows, arch, effects))
         elif kind:
             keep = kind in kernels
         else:
@@ -368,6 +342,7 @@ def _fit_once(
     long_row_bytes: float,
     free: Sequence[int],
     ties: dict[str, tuple[str, float]],
+    warm_l2: bool = True,
 ) -> tuple[np.ndarray, float, np.ndarray]:
     """Least squares on log(model/measured) over the ``free`` constants (``ties`` follow their reference);
     returns the full vector, the mean absolute log error and the Jacobian (columns of ``free``)."""
@@ -390,11 +365,11 @@ def _fit_once(
     result = None
     for _ in range(2):  # tiles chosen with the current constants, refitted once with the refreshed tiles
         candidate = with_tuning(arch, tuning_from_vector(base, expand(x0)))
-        tiles = [_tile_for(m, candidate) if m.kind == "GEMM" else None for m in rows]
+        tiles = [_tile_for(m, candidate, warm_l2) if m.kind == "GEMM" else None for m in rows]
 
         def residuals(x: np.ndarray, tiles=tiles) -> np.ndarray:
             trial = with_tuning(arch, tuning_from_vector(base, expand(x)))
-            predicted = np.array([predict_seconds(m, trial, t) for m, t in zip(rows, tiles)])
+            predicted = np.array([predict_seconds(m, trial, t, warm_l2) for m, t in zip(rows, tiles)])
             return np.log(predicted / measured)
 
         result = least_squares(
@@ -404,39 +379,63 @@ def _fit_once(
     return expand(x0), float(np.mean(np.abs(result.fun))), result.jac
 
 
-def _tile_for(m: Measurement, arch: GpuArch) -> Tile:
+def _tile_for(m: Measurement, arch: GpuArch, warm_l2: bool = True) -> Tile:
     a, b, c = _operand_bytes(m, arch.elem_bytes)
-    return best_tile(_gemm(m, arch.elem_bytes), as_measured(arch, m), a, b, c, 0.0)[0]
+    return best_tile(_gemm(m, arch.elem_bytes), warm_arch(m, arch, warm_l2), a, b, c, 0.0)[0]
 
 
-def fit(rows: Sequence[Measurement], arch: GpuArch, identify: bool = True, long_row_bytes: float | None = None) -> Fit:
+def fit(
+    rows: Sequence[Measurement],
+    arch: GpuArch,
+    identify: bool = True,
+    long_row_bytes: float | None = None,
+    effects: RowEffects = EFFECTS,
+) -> Fit:
     """Fit ``arch``'s tuning to ``rows`` (one GPU, one precision); the long-row threshold is picked from
     ``LONG_ROW_CHOICES`` by the same loss (or given). Constants no row constrains keep a stated fallback;
     ``identify=False`` is the earlier rule (every host cost of an eager kind, the launch cost and the overlap
-    exponent always free), kept to compare with."""
+    exponent always free), ``effects=BEFORE_EFFECTS`` the model before the L2 and alignment effects, both kept
+    to compare with."""
     if len(rows) < 4:
         raise ValueError(f"calibration needs at least 4 measured calls, got {len(rows)}")
     kinds = {m.kind for m in rows}
     has_rows = any(m.op in ("softmax", "layernorm") for m in rows)
     choices = LONG_ROW_CHOICES if has_rows else (arch.tuning.long_row_bytes,)
     choices = choices if long_row_bytes is None else (long_row_bytes,)
-    free = free_parameters(rows, arch, identify)
+    if not effects.alignment:
+        arch = with_tuning(arch, replace(arch.tuning, misaligned_efficiency=1.0))
+    if effects.warm_l2 and arch.tuning.warm_l2_ratio <= 0.0:  # start warm reads at the DRAM share
+        arch = with_tuning(arch, replace(arch.tuning, warm_l2_ratio=arch.tuning.bandwidth_fraction))
+    free = free_parameters(rows, arch, identify, effects)
     ties = host_ties(rows, free) if identify else {}
     notes = []
     overlap = [name for name, _, _ in PARAMETERS].index("overlap_exponent")
     if identify and overlap not in free and any(m.eager for m in rows):
         arch = with_tuning(arch, replace(arch.tuning, overlap_exponent=assumption("serial_overlap_exponent")))
         notes.append("overlap_exponent: no row timed both eager and as a CUDA graph; serial (p = 1)")
-    best = min((_fit_once(rows, arch, lrb, free, ties) + (lrb,) for lrb in choices), key=lambda item: item[1])
+    fits = (_fit_once(rows, arch, lrb, free, ties, effects.warm_l2) + (lrb,) for lrb in choices)
+    best = min(fits, key=lambda item: item[1])
     x, _, jac, long_row_bytes = best
-    tuning = tuning_from_vector(replace(arch.tuning, long_row_bytes=long_row_bytes), x)
     names = [p[0] for p in PARAMETERS]
+    base = replace(arch.tuning, long_row_bytes=long_row_bytes)
+    flat = _back_to_start(rows, arch, base, x, _identified(jac, [names[i] for i in free]), effects.warm_l2)
+    tuning = tuning_from_vector(base, x)
+    warm = [name for name, _, _ in PARAMETERS].index("warm_l2_ratio")
+    if warm not in free:
+        tuning = replace(tuning, warm_l2_ratio=0.0)
+        if effects.warm_l2:
+            notes.append("warm_l2_ratio: no warm row is bound by its operand stream; warm reads priced as DRAM (0)")
     fixed = [name for i, name in enumerate(names) if i not in free and name not in ties]
-    unidentified = fixed + _identified(jac, [names[i] for i in free])
+    unidentified = fixed + flat
     for name, (reference, ratio) in ties.items():
         notes.append(f"{name}: no host-bound row; {ratio:g} x {reference} (measured ratio, gemm_host_ratio)")
     hosts = {k.kind: k.host_us for k in tuning.kernels if f"{k.kind}.host_us" not in unidentified}
     kernel_kinds = {KERNEL_OF[k] for k in kinds}
+    if "bandwidth_fraction" in unidentified and "elementwise" in kernel_kinds:
+        streaming = tuning.kernel("elementwise").bandwidth_fraction
+        tuning = _set_kernel(replace(tuning, bandwidth_fraction=streaming), "gemm", bandwidth_fraction=streaming)
+        unidentified.remove("bandwidth_fraction")
+        notes.append("bandwidth_fraction: no GEMM row streams from DRAM; set to the fitted elementwise (GELU) share")
     for kernel in tuning.kernels:
         if f"{kernel.kind}.host_us" in unidentified and hosts:
             floor = min(hosts.values())
@@ -446,7 +445,7 @@ def fit(rows: Sequence[Measurement], arch: GpuArch, identify: bool = True, long_
             tuning = _set_kernel(tuning, kernel.kind, bandwidth_fraction=tuning.bandwidth_fraction)
             notes.append(f"{kernel.kind}.bandwidth_fraction: no rows; set to the GEMM bandwidth fraction")
     for name in unidentified:
-        if name == "overlap_exponent" and notes and notes[0].startswith("overlap_exponent"):
+        if any(note.startswith(f"{name}:") for note in notes):  # said already, with the value it took
             continue
         if not name.endswith(".host_us") or not hosts:
             notes.append(f"{name}: no row constrains it; kept at its starting value")
@@ -458,7 +457,36 @@ def fit(rows: Sequence[Measurement], arch: GpuArch, identify: bool = True, long_
         elif name not in unidentified and high - x[i] <= tolerance:
             notes.append(f"{name}: at its upper bound {high:g} (the rows ask for more)")
     fitted = with_tuning(arch, tuning)
-    return Fit(tuning, mape_by_kind(rows, [predict_seconds(m, fitted) for m in rows]), unidentified, notes)
+    predicted = [predict_seconds(m, fitted, warm_l2=effects.warm_l2) for m in rows]
+    return Fit(tuning, mape_by_kind(rows, predicted), unidentified, notes)
+
+
+def _log_error(rows: Sequence[Measurement], arch: GpuArch, base: GpuTuning, x: np.ndarray, warm_l2: bool) -> float:
+    trial = with_tuning(arch, tuning_from_vector(base, x))
+    return float(np.mean([abs(math.log(predict_seconds(m, trial, warm_l2=warm_l2) / m.seconds)) for m in rows]))
+
+
+def _back_to_start(
+    rows: Sequence[Measurement], arch: GpuArch, base: GpuTuning, x: np.ndarray, flat: Sequence[str], warm_l2: bool
+) -> list[str]:
+    """Put the free constants that no row moves at the solution (``flat``) back at their starting values, in
+    place in ``x``, where that costs no row anything: the solver walks such a constant anywhere (an H100 fit
+    left the GEMM DRAM share at 0.2 with no row streaming from DRAM). One that a row holds on one side (a
+    DRAM-bound GEMM that would turn compute-bound back at the start) keeps its fitted value. Returns the
+    names put back."""
+    start = tuning_vector(base)
+    names = [p[0] for p in PARAMETERS]
+    error = _log_error(rows, arch, base, x, warm_l2)
+    out = []
+    for name in flat:
+        i = names.index(name)
+        trial = x.copy()
+        trial[i] = start[i]
+        trial_error = _log_error(rows, arch, base, trial, warm_l2)
+        if trial_error <= error + 1e-9:
+            x[i], error = start[i], min(error, trial_error)
+            out.append(name)
+    return out
 
 
 def _set_kernel(tuning: GpuTuning, kind: str, **changes: float) -> GpuTuning:
@@ -513,79 +541,18 @@ def shape_family(m: Measurement, arch: GpuArch) -> str:
 
 
 def family_cross_validate(
-    rows: Sequence[Measurement], arch: GpuArch, ops: Sequence[str] = ("gemm",), fitter: Callable[..., Fit] = fit
+    rows: Sequence[Measurement],
+    arch: GpuArch,
+    ops: Sequence[str] = ("gemm",),
+    fitter: Callable[..., Fit] = fit,
+    warm_l2: bool = True,
 ) -> dict[str, list[tuple[Measurement, float]]]:
     """Leave one shape family out: every family of rows of ``ops`` is predicted by a fit on the other rows
-    (none of its shapes, in any timing). Family -> [(row, held-out prediction)]."""
+    (none of its shapes, in any timing), priced with or without ``warm_l2`` (as the fitter's ``RowEffects``).
+    Family -> [(row, held-out prediction)]."""
     family = {id(m): shape_family(m, arch) for m in rows}
     out: dict[str, list[tuple[Measurement, float]]] = {}
     for name in sorted({family[id(m)] for m in rows if m.op in ops}):
         fitted = with_tuning(arch, fitter([m for m in rows if family[id(m)] != name], arch).tuning)
-        out[name] = [(m, predict_seconds(m, fitted)) for m in rows if family[id(m)] == name]
+        out[name] = [(m, predict_seconds(m, fitted, warm_l2=warm_l2)) for m in rows if family[id(m)] == name]
     return out
-
-
-@dataclass
-class Report:
-    """Errors per op kind on the same rows: as shipped (catalog, graph execution), catalog defaults timed as
-    the rows were taken, the fit on all rows, and k-fold cross-validated."""
-
-    shipped: dict[str, float]
-    catalog: dict[str, float]
-    fitted: dict[str, float]
-    cross_validated: dict[str, float]
-    fit: Fit
-    cv: CrossValidation
-    rows: dict[str, int]
-
-
-def evaluate(rows: Sequence[Measurement], arch: GpuArch, k: int = 5) -> Report:
-    """Fit ``arch`` (a catalog GPU) on ``rows`` and measure the errors the calibration file records."""
-    catalog = with_tuning(arch, default_tuning())
-    shipped = [predict_seconds(replace(m, method="graph"), catalog) for m in rows]
-    plain = [predict_seconds(m, catalog) for m in rows]
-    fitted = fit(rows, catalog)
-    cv = cross_validate(rows, catalog, k)
-    counts: dict[str, int] = {}
-    for m in rows:
-        counts[m.kind] = counts.get(m.kind, 0) + 1
-    return Report(
-        shipped=mape_by_kind(rows, shipped),
-        catalog=mape_by_kind(rows, plain),
-        fitted=fitted.fit_mape,
-        cross_validated=cv.mape,
-        fit=fitted,
-        cv=cv,
-        rows=counts,
-    )
-
-
-def calibration_entry(
-    report: Report, gpu: str, precision: str, source: str, k: int, taken: str = "", power: tuple[KernelPower, ...] = ()
-) -> Calibration:
-    """What ``hwmodels/data/gpu_calibration.json`` stores for one GPU: constants, provenance (``taken``: which
-    files and how they were measured), errors, and board power per kernel kind where it was measured
-    (``power``: ``hwmodels.gpu.calibrate_power.fit_power``)."""
-    method = f"data: {taken}; " if taken else ""
-    method += (
-        f"bounded least squares (scipy.optimize.least_squares, {LOSS} loss, scale {LOSS_SCALE}) on "
-        f"log(model/measured) over {sum(report.rows.values())} rows, the long-row threshold picked from "
-        f"{list(map(int, LONG_ROW_CHOICES))} bytes; error = {k}-fold cross-validation (stratified by op kind); "
-        "'uncalibrated' = catalog assumptions as shipped (graph execution, no host cost)"
-    )
-    if report.fit.notes:
-        method += "; " + "; ".join(report.fit.notes)
-    if power:
-        kinds_measured = ", ".join(f"{p.kind} ({p.rows} rows)" for p in power)
-        method += f"; energy: board power (NVML) fitted as static + dynamic x utilization for {kinds_measured}"
-    kinds = [kind for kind in ("GEMM", "softmax", "layernorm", "GELU") if kind in report.rows]
-    return Calibration(
-        gpu=gpu,
-        precision=precision,
-        source=source,
-        method=method,
-        tuning=replace(report.fit.tuning, power=tuple(power)),
-        cv_mape={kind: round(report.cross_validated[kind], 2) for kind in kinds},
-        uncalibrated_mape={kind: round(report.shipped[kind], 2) for kind in kinds},
-        rows={kind: report.rows[kind] for kind in kinds},
-    )

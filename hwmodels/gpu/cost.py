@@ -21,6 +21,10 @@ ACCUMULATOR_REGISTER_SHARE = 0.5  # at most half the register file holds one blo
 # Small-K inefficiency: a tile's main loop starts only once STAGES k-slices are in shared memory, so each tile
 # pays STAGES k-iterations of fill beyond its ceil(K / BK) iterations (negligible for long K, a lot for K ~ BK).
 PIPELINE_FILL_ITERS = STAGES
+# cuBLAS's tensor-op kernels load operands 128 bits at a time: a row stride that is not a multiple of this many
+# bytes sends the GEMM to slower kernels (cuBLAS documentation, tensor core usage: leading dimensions a multiple
+# of 16 bytes; NVIDIA/cutlass#75: "most kernels targeting Tensor Cores require 128b aligned memory accesses")
+ALIGNMENT_BYTES = 16
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,27 @@ class KernelCost:
         return max(parts, key=lambda part: parts[part])
 
 
+def aligned(gemm: Gemm, elem_bytes: int) -> bool:
+    """Whether the reduction dimension's rows are a multiple of ``ALIGNMENT_BYTES``: K strides the rows of A
+    (activations, row-major) and of a linear layer's weight (N x K), the operand tiles the main loop loads. An
+    N off the alignment misaligns only the rows of C (and of a K x N weight), stored once per tile: not priced."""
+    return (gemm.K * elem_bytes) % ALIGNMENT_BYTES == 0
+
+
+def operand_load_share(gemm: Gemm, arch: GpuArch) -> float:
+    """Share of the L2-to-SM operand rate a tensor-core GEMM reaches: ``misaligned_efficiency`` where a row
+    stride is misaligned (the fallback kernels load operand tiles in 2- to 8-byte pieces, so feeding shared
+    memory, not the math, bounds the main loop), 1 otherwise; a conv with a filter window has its own constants
+    and a matrix-vector product (M = 1, e.g. a decode step's attention over an odd KV length) no tiles."""
+    return arch.tuning.misaligned_efficiency if misaligned_tiles(gemm, arch) else 1.0
+
+
+def misaligned_tiles(gemm: Gemm, arch: GpuArch) -> bool:
+    """A tensor-core GEMM run as tiles (not a conv with a window, not a matrix-vector product: M = 1 runs gemv
+    kernels) whose K rows are off the 16-byte alignment (``aligned``)."""
+    return not (gemm.conv or gemm.M == 1 or not arch.uses_tensor_cores or aligned(gemm, arch.elem_bytes))
+
+
 def tile_fits(tile: Tile, arch: GpuArch) -> bool:
     """Shared memory holds STAGES copies of the A and B tiles; registers hold the FP32 accumulators."""
     eb = arch.elem_bytes
@@ -133,7 +158,9 @@ def gemm_cost(
     """Time of one implicit-GEMM kernel with threadblock ``tile``.
 
     A convolution (``gemm.conv``) runs its main loop at ``conv_efficiency`` of the GEMM rate and adds
-    ``conv_fixed_us`` of device time per call (both fitted; uncalibrated, the H100's fit, ``gpu_tuning``).
+    ``conv_fixed_us`` of device time per call (both fitted; uncalibrated, the H100's fit, ``gpu_tuning``); a
+    GEMM with a misaligned row stride streams its operand panels from L2 at ``misaligned_efficiency`` of the
+    L2 rate (``operand_load_share``).
 
     Blocks are spread round-robin over the SMs, so the busiest SM runs ceil(blocks / SMs) tiles (wave
     quantization); each tile runs at the SM's share of peak times the achievable fraction and the tile's
@@ -161,7 +188,7 @@ def gemm_cost(
     reads = a_dram_bytes + b_dram_bytes + extra_read_bytes
     bandwidth = arch.bytes_per_s
     dram_s = (reads + c_dram_bytes) / (bandwidth * arch.bandwidth_fraction)
-    l2_s = l2_bytes / (bandwidth * arch.tuning.l2_bandwidth_ratio)
+    l2_s = l2_bytes / (bandwidth * arch.tuning.l2_bandwidth_ratio * operand_load_share(gemm, arch))
     launch_s = (arch.launch_us + (arch.tuning.conv_fixed_us if gemm.conv else 0.0)) * 1e-6
     device_s = launch_s + max(compute_s, dram_s, l2_s)
     seconds = call_seconds(device_s, arch, "gemm")
