@@ -427,12 +427,19 @@ class Store:
 
     def records(self, fingerprint: str | None = None) -> list[PointRecord]:
         """All stored points (of one fingerprint when given), in evaluation order."""
+        return [record for chunk in self.record_chunks(fingerprint) for record in chunk]
+
+    def record_chunks(self, fingerprint: str | None = None, size: int = 50_000) -> Iterator[list[PointRecord]]:
+        """The stored points (of one fingerprint when given) in evaluation order, ``size`` at a time: a caller
+        that turns each chunk into columns never holds a million records at once."""
         sql = f"SELECT {_RECORD_COLUMNS} FROM points"
         args: tuple[Any, ...] = ()
         if fingerprint is not None:
             sql += " WHERE fingerprint = ?"
             args = (fingerprint,)
-        return [_record_from_row(row) for row in self._db.execute(sql + " ORDER BY seq", args)]
+        cursor = self._db.execute(sql + " ORDER BY seq", args)
+        while rows := cursor.fetchmany(size):
+            yield [_record_from_row(row) for row in rows]
 
     def proposals(self, tag: str) -> list[str]:
         """Keys a search strategy proposed under ``tag``, in proposal order (to replay it on resume)."""
