@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import resource
 import time
 
@@ -86,6 +87,7 @@ def main() -> None:
     print(  # on a loaded machine the wall rates fall with the load; the CPU-time rates show the code's own cost
         f"per CPU s  : array {len(points) / array_cpu:,.0f} points/s, scalar {len(sample) / scalar_cpu:,.0f} points/s"
     )
+    print(f"load avg   : {os.getloadavg()[0]:12.1f} over the last minute on {os.cpu_count()} cores")
     print(f"peak RSS   : {peak_mib:,.0f} MiB")
 
 
