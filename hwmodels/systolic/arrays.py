@@ -253,7 +253,7 @@ class _MappedGroup:
         words = [
             np.floor_divide(kib * 1024, wb) for kib in (arch.ifmap_sram_kib, arch.filter_sram_kib, arch.ofmap_sram_kib)
         ]
-        figures, inverse = _distinct_rows((arch.rows, arch.cols, *words, bw))
+        figures, inverse = distinct_rows((arch.rows, arch.cols, *words, bw))
         rows, cols = figures[0], figures[1]
         c = gemm_cost_arrays(layers.shapes, arch.dataflow, arch.dram_mode, *figures, exact=True)
         cost = GemmCost(**{f.name: c[f.name] for f in fields(GemmCost)})  # (distinct figures, GEMMs)
@@ -307,7 +307,7 @@ class _MappedGroup:
         layers = self.vector
         assert layers is not None
         wb = arch.word_bytes
-        (lanes, rate), inverse = _distinct_rows((arch.vector_lanes, bw))
+        (lanes, rate), inverse = distinct_rows((arch.vector_lanes, bw))
         compute = np.where(layers.flops > 0, np.ceil(layers.flops / lanes), 0.0)
         busy = vector_busy_cycles(compute, layers.reads, layers.writes, rate, arch.dram_mode)
         times = layers.multiplicity
@@ -321,7 +321,7 @@ class _MappedGroup:
         sums["dram_bytes"] += rd + wr
 
 
-def _distinct_rows(columns: Sequence[np.ndarray | float]) -> tuple[list[np.ndarray], np.ndarray]:
+def distinct_rows(columns: Sequence[np.ndarray | float]) -> tuple[list[np.ndarray], np.ndarray]:
     """The distinct rows of some (designs, 1) columns (or numbers), as (distinct, 1) columns, and the row of
     each design among them: what depends on these figures alone is evaluated once per distinct row."""
     arrays = [a.reshape(-1) for a in np.broadcast_arrays(*(np.asarray(c, dtype=float) for c in columns))]
