@@ -386,16 +386,18 @@ class Store:
             batch: set[str] = set()
             now = time.time()
             for record in records:
+                if record.key in batch:  # a key twice in one batch keeps its first result
+                    continue
                 if record.key in stored:
                     status, reason, seq = stored[record.key]
-                    if record.key in batch or not failed_transiently(status, reason):
+                    if not failed_transiently(status, reason):
                         continue
                     replaced.append((record.key,))
                     record.seq = seq
                 else:
                     record.seq = next_seq
                     next_seq += 1
-                batch.add(record.key)  # a key twice in one batch keeps its first result
+                batch.add(record.key)
                 rows.append(_record_row(record, now))
                 blob = record.layers_blob or (encode_layers(record.layers) if record.layers else None)
                 if blob:
