@@ -28,7 +28,8 @@ from dse.store import Store
 from hwmodels.base import METRICS
 
 PARQUET_ROW_GROUP = 100_000  # rows per row group of points.parquet
-# above this many points, points.csv is written by Arrow's CSV writer (strings quoted, booleans as true/false)
+# above this many rows, points.csv and hypervolume.csv are written by Arrow's CSV writer (strings quoted, booleans
+# as true/false)
 ARROW_CSV_ROWS = 100_000
 
 
@@ -168,7 +169,14 @@ def write_outputs(out_dir: Path, spec: Spec, points: pd.DataFrame, pareto: pd.Da
         atomic_write(out_dir / "points.parquet", lambda path: safe.to_parquet(path, index=False, row_group_size=rows))
         atomic_write(out_dir / "points.csv", lambda path: points.to_csv(path, index=False))
     atomic_write(out_dir / "pareto.csv", lambda path: pareto.to_csv(path, index=False))
-    atomic_write(out_dir / "hypervolume.csv", lambda path: history.to_csv(path, index=False))
+    if len(history) > ARROW_CSV_ROWS:  # a row per evaluation
+        import pyarrow as pa
+        import pyarrow.csv
+
+        curve = pa.Table.from_pandas(history, preserve_index=False)
+        atomic_write(out_dir / "hypervolume.csv", lambda path: pyarrow.csv.write_csv(curve, path))
+    else:
+        atomic_write(out_dir / "hypervolume.csv", lambda path: history.to_csv(path, index=False))
     target = out_dir / "spec.yaml"
     source = spec.path
     if source is not None and Path(source).is_file():
