@@ -7,9 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from dse import finish
 from dse.compare import Comparison, write_comparison
 from dse.files import PARTIAL_MARK, atomic_write, atomic_write_text
 
@@ -84,10 +86,6 @@ def test_a_write_removes_the_temporaries_a_killed_writer_left_and_keeps_a_live_o
 
 def test_a_large_run_writes_the_same_points_through_arrow(tmp_path: Path, monkeypatch) -> None:
     """Above ``ARROW_CSV_ROWS`` points.csv and points.parquet come from one Arrow table: the same values."""
-    import numpy as np
-
-    from dse import finish
-
     points = pd.DataFrame(
         {"point_id": ["a", "b", "c"], "dataflow": ["ws", None, "os"], "latency_ms": [1.5, np.nan, 3e-9]}
     ).assign(feasible=[True, False, True], rows=[4, 8, 16])
