@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import resource
 import time
 
@@ -28,7 +29,7 @@ def grid_points(n: int) -> list[dict]:
         "dataflow": ["ws", "os", "is"],
         "sram_kib": [48.0, 96.0, 192.0, 384.0, 768.0, 1536.0, 3072.0],
         "dram_gbps": [6.4, 12.8, 25.6, 51.2, 102.4, 204.8, 409.6, 819.2],
-        "freq_mhz": [400.0, 600.0, 800.0, 1000.0, 1200.0, 1400.0],
+        "freq_mhz": [400.0, 500.0, 600.0, 700.0, 800.0, 900.0, 1000.0, 1100.0, 1200.0, 1300.0, 1400.0, 1500.0],
         "vector_lanes": [0, 16, 64, 256, 1024],
     }
     names = list(axes)
@@ -86,6 +87,7 @@ def main() -> None:
     print(  # on a loaded machine the wall rates fall with the load; the CPU-time rates show the code's own cost
         f"per CPU s  : array {len(points) / array_cpu:,.0f} points/s, scalar {len(sample) / scalar_cpu:,.0f} points/s"
     )
+    print(f"load avg   : {os.getloadavg()[0]:12.1f} over the last minute on {os.cpu_count()} cores")
     print(f"peak RSS   : {peak_mib:,.0f} MiB")
 
 

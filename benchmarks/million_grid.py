@@ -14,6 +14,7 @@ Targets: the whole grid in <= 120 s with peak memory <= 2 GiB on 2 cores.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import tempfile
 import time
@@ -30,7 +31,7 @@ template:
     dataflow: [ws, os, is]
     sram_kib: [48, 96, 192, 384, 768, 1536, 3072]
     dram_gbps: [6.4, 12.8, 25.6, 51.2, 102.4, 204.8, 409.6, 819.2]
-    freq_mhz: [400, 600, 800, 1000, 1200, 1400]
+    freq_mhz: [400, 500, 600, 700, 800, 900, 1000, 1100, 1200, 1300, 1400, 1500]
     vector_lanes: [0, 16, 64, 256, 1024]
 tech: asic-28nm
 constraints: {area_mm2: {max: 20}}
@@ -66,6 +67,7 @@ def main() -> None:
     print(f"first run : {wall:8.1f} s wall (sweep {first.sweep_seconds:.1f} s, finish {finish:.1f} s)")
     print(f"            {first.evaluated:,} evaluated, {first.failed:,} failed, front {len(first.pareto):,} points")
     print(f"report    : {report_mb:8.1f} MB")
+    print(f"load avg  : {os.getloadavg()[0]:8.1f} over the last minute on {os.cpu_count()} cores")
     print(f"peak RSS  : {peak_mib:8,.0f} MiB")
     print(f"re-run    : {rerun:8.1f} s wall, {again.reused:,} answered from the store, {again.evaluated:,} evaluated")
 

@@ -278,14 +278,16 @@ class Sweep:
             self.store.put_many(records, proposals=entries)  # committed before counted, shown or told
             for record in records:
                 results[record.key] = record
-                self.evaluated += 1
-                self.count(record, reused=False, display=display)
+            self.evaluated += len(records)
+            self.count_many(records, reused=False, display=display)
         counted_fresh: set[str] = set()
+        reused: list[PointRecord] = []
         for key in keys:
             if key in fresh and key not in counted_fresh:
                 counted_fresh.add(key)  # counted above, when it was evaluated
             else:
-                self.count(results[key], reused=True, display=display)
+                reused.append(results[key])
+        self.count_many(reused, reused=True, display=display)
         return [_observation(results[key]) for key in keys]
 
     def _record(self, key: str, point: Mapping[str, Any], outcome: Outcome) -> PointRecord:
@@ -316,6 +318,18 @@ class Sweep:
             )
             self.front.add(values)
         display.advance(front=len(self.front), failed=self.failed)
+
+    def count_many(self, records: Sequence[PointRecord], *, reused: bool, display: Display) -> None:
+        """``count`` for each record in order, the live front screened a batch at a time."""
+        if not records:
+            return
+        if reused:
+            self.reused += len(records)
+        kept = [r for r in records if r.ok and self._feasible(r)]
+        self.failed += sum(1 for r in records if not r.ok)
+        values = [[o.to_min(float(r.metrics.get(o.metric, np.nan))) for o in self.objectives] for r in kept]
+        self.front.add_many(np.array(values, dtype=float).reshape(len(kept), len(self.objectives)))
+        display.advance(front=len(self.front), failed=self.failed, steps=len(records))
 
     def _feasible(self, record: PointRecord) -> bool:
         return bool(meets_constraints(record.metrics, self.constraints))
@@ -358,9 +372,9 @@ class Display:
         if self._progress is not None:
             self._progress.stop()
 
-    def advance(self, *, front: int, failed: int) -> None:
+    def advance(self, *, front: int, failed: int, steps: int = 1) -> None:
         if self._progress is None:
             return
-        self._done += 1
+        self._done += steps
         rate = self._done / max(time.perf_counter() - self._started, 1e-9)
-        self._progress.update(self._task, advance=1, rate=f"{rate:.1f} pt/s", front=front, failed=failed)
+        self._progress.update(self._task, advance=steps, rate=f"{rate:.1f} pt/s", front=front, failed=failed)

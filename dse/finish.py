@@ -27,6 +27,11 @@ from dse.spec import Spec
 from dse.store import Store
 from hwmodels.base import METRICS
 
+PARQUET_ROW_GROUP = 100_000  # rows per row group of points.parquet
+# above this many rows, points.csv and hypervolume.csv are written by Arrow's CSV writer (strings quoted, booleans
+# as true/false)
+ARROW_CSV_ROWS = 100_000
+
 
 @dataclass(frozen=True)
 class SweepCounts:
@@ -96,11 +101,16 @@ def annotate(frame: pd.DataFrame, objectives: Sequence[Objective], constraints: 
 def collect_points(context: RunContext, store: Store) -> tuple[pd.DataFrame, int]:
     """The stored points of this evaluation that lie in the spec's space (a directory may hold earlier,
     wider runs), annotated, and how many lie outside; each stored record decoded once."""
-    records = store.records(context.fingerprint)
-    frame = store.points_frame(param_names=context.param_names, records=records)
-    inside = {r.point_id for r in records if context.space.contains(r.params)}
-    keep = frame["point_id"].isin(inside)
-    points = frame[keep].reset_index(drop=True)
+    frames, params, outside = [], list(context.param_names), 0
+    for records in store.record_chunks(context.fingerprint):  # a chunk of records at a time, then columns
+        inside = [r for r in records if context.space.contains(r.params)]
+        outside += len(records) - len(inside)
+        frames.append(store.points_frame(param_names=context.param_names, records=inside))
+        named = set().union(*(r.params.keys() for r in inside))
+        params += [c for c in frames[-1].columns if c in named and c not in params]
+    if not frames:
+        frames = [store.points_frame(param_names=context.param_names, records=[])]
+    points = frames[0] if len(frames) == 1 else _joined(frames, params)
     ok = points[points["status"] == "ok"] if "status" in points.columns else points
     missing = unproduced_metrics(ok.dropna(axis=1, how="all").columns, context.objectives, context.constraints)
     if len(ok) and missing:
@@ -112,7 +122,17 @@ def collect_points(context: RunContext, store: Store) -> tuple[pd.DataFrame, int
             f"{', '.join(produced)}",
             where=field,
         )
-    return annotate(points, context.objectives, context.constraints), int((~keep).sum())
+    return annotate(points, context.objectives, context.constraints), outside
+
+
+def _joined(frames: list[pd.DataFrame], params: list[str]) -> pd.DataFrame:
+    """The chunks' frames as one, columns in ``points_frame``'s order: the params, then the metrics in the
+    order they first appear."""
+    head = ["point_id", "seq", "status", "reason"]
+    tail = ["eval_s", "evaluator", "exact", "solver_status", "solver_gap"]
+    metrics = [c for c in dict.fromkeys(c for f in frames for c in f.columns) if c not in {*head, *tail, *params}]
+    joined = pd.concat(frames, ignore_index=True, sort=False)
+    return joined[[c for c in head + params + metrics + tail if c in joined.columns]]
 
 
 def pareto_frame(points: pd.DataFrame, objectives: Sequence[Objective]) -> pd.DataFrame:
@@ -135,10 +155,28 @@ def spec_yaml_text(spec: Spec) -> str:
 def write_outputs(out_dir: Path, spec: Spec, points: pd.DataFrame, pareto: pd.DataFrame, history: pd.DataFrame) -> None:
     """points.parquet, points.csv, pareto.csv, hypervolume.csv and spec.yaml, each written atomically."""
     safe = parquet_safe(points)
-    atomic_write(out_dir / "points.parquet", lambda path: safe.to_parquet(path, index=False))
-    atomic_write(out_dir / "points.csv", lambda path: points.to_csv(path, index=False))
+    rows = PARQUET_ROW_GROUP  # a reader can take a million points a row group at a time
+    if len(points) > ARROW_CSV_ROWS:  # pandas formats CSV numbers in Python, ~10x slower than Arrow's writer
+        import pyarrow as pa
+        import pyarrow.csv
+        import pyarrow.parquet
+
+        table = pa.Table.from_pandas(safe, preserve_index=False)
+        write_parquet = pyarrow.parquet.write_table
+        atomic_write(out_dir / "points.parquet", lambda path: write_parquet(table, path, row_group_size=rows))
+        atomic_write(out_dir / "points.csv", lambda path: pyarrow.csv.write_csv(table, path))
+    else:
+        atomic_write(out_dir / "points.parquet", lambda path: safe.to_parquet(path, index=False, row_group_size=rows))
+        atomic_write(out_dir / "points.csv", lambda path: points.to_csv(path, index=False))
     atomic_write(out_dir / "pareto.csv", lambda path: pareto.to_csv(path, index=False))
-    atomic_write(out_dir / "hypervolume.csv", lambda path: history.to_csv(path, index=False))
+    if len(history) > ARROW_CSV_ROWS:  # a row per evaluation
+        import pyarrow as pa
+        import pyarrow.csv
+
+        curve = pa.Table.from_pandas(history, preserve_index=False)
+        atomic_write(out_dir / "hypervolume.csv", lambda path: pyarrow.csv.write_csv(curve, path))
+    else:
+        atomic_write(out_dir / "hypervolume.csv", lambda path: history.to_csv(path, index=False))
     target = out_dir / "spec.yaml"
     source = spec.path
     if source is not None and Path(source).is_file():

@@ -2,8 +2,10 @@
 
 Everything here works on a minimise-everything scale: ``max`` objectives are
 negated first, so one dominance rule serves every spec. The hypervolume itself
-comes from optuna's exact WFG implementation (optuna is already a dependency
-for the samplers); we only add the normalisation that makes runs comparable.
+comes from moocore's exact algorithms (a maintained public library, C code);
+we only add the normalisation that makes runs comparable. Fronts are kept
+incrementally: a chunk of points is first screened against the running front
+in one array step, and only what survives is merged point by point.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import moocore
 import numpy as np
 import pandas as pd
-from optuna._hypervolume import compute_hypervolume
 
 from dse.objectives import Constraint, Objective, meets_constraints
 
+HISTORY_CHUNK = 4096  # points screened against the running front at once
 REFERENCE_FACTOR = 1.1  # reference point = 1.1 x the worst normalised value (i.e. 1.1 after scaling to [0, 1])
 
 
@@ -61,7 +64,7 @@ def pareto_mask(values: np.ndarray, directions: Sequence[str]) -> np.ndarray:
 def hypervolume(points_min: np.ndarray, reference: np.ndarray) -> float:
     """Exact hypervolume dominated by ``points_min`` (all objectives minimised) up to ``reference``.
 
-    Points that do not dominate the reference add nothing and are dropped (optuna refuses them).
+    Points that do not dominate the reference add nothing and are dropped.
     """
     points = np.asarray(points_min, dtype=float)
     reference = np.asarray(reference, dtype=float)
@@ -71,7 +74,7 @@ def hypervolume(points_min: np.ndarray, reference: np.ndarray) -> float:
     inside = np.all(points <= reference, axis=1) & ~np.isnan(points).any(axis=1)
     if not inside.any():
         return 0.0
-    return float(compute_hypervolume(points[inside], reference))
+    return float(moocore.hypervolume(points[inside], ref=reference))
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,17 @@ def front_mask(
     return pareto_mask(values, ["min"] * len(objectives))
 
 
+def weakly_dominated(points: np.ndarray, front: np.ndarray, chunk: int = 2048) -> np.ndarray:
+    """True for rows of ``points`` that some row of ``front`` is no worse than in every objective."""
+    out = np.zeros(len(points), dtype=bool)
+    if len(front) == 0:
+        return out
+    for start in range(0, len(points), chunk):  # (chunk x front x objectives) booleans at a time
+        part = points[start : start + chunk]
+        out[start : start + chunk] = np.all(front[None, :, :] <= part[:, None, :], axis=2).any(axis=1)
+    return out
+
+
 class FrontTracker:
     """Incrementally maintained Pareto front (minimise scale), for progress bars and convergence curves."""
 
@@ -151,6 +165,16 @@ class FrontTracker:
         dominated = np.all(p <= f, axis=1) & np.any(p < f, axis=1) if len(f) else np.zeros(0, dtype=bool)
         self.front = np.vstack([f[~dominated], p[None, :]])
         return True
+
+    def add_many(self, points_min: np.ndarray) -> np.ndarray:
+        """Add rows in order, as ``add`` one by one would; True where a row joined the front. Rows the
+        front already holds or dominates (most of a large sweep) are set aside in one array step: a row
+        dominated by the front before the chunk is dominated when its turn comes too."""
+        points = np.asarray(points_min, dtype=float).reshape(-1, self.front.shape[1])
+        joined = np.zeros(len(points), dtype=bool)
+        for i in np.flatnonzero(~(weakly_dominated(points, self.front) | np.isnan(points).any(axis=1))):
+            joined[i] = self.add(points[i])
+        return joined
 
     def __len__(self) -> int:
         return len(self.front)
@@ -185,13 +209,17 @@ def hypervolume_history(
     scaled = scale.apply(values)
     reference = scale.reference
     tracker = FrontTracker(len(objectives))
-    current = 0.0
-    volumes, sizes = [], []
-    for row, is_feasible in zip(scaled, feasible):
-        if is_feasible and tracker.add(row):
-            current = hypervolume(tracker.front, reference)
-        volumes.append(current)
-        sizes.append(len(tracker))
+    volumes, sizes = np.zeros(len(scaled)), np.zeros(len(scaled), dtype=np.int64)
+    changed = np.zeros(len(scaled), dtype=bool)
+    for start in range(0, len(scaled), HISTORY_CHUNK):
+        rows = np.flatnonzero(feasible[start : start + HISTORY_CHUNK]) + start
+        for i in rows[~weakly_dominated(scaled[rows], tracker.front)]:
+            if tracker.add(scaled[i]):  # the front moved: its hypervolume, held until it moves again
+                changed[i] = True
+                volumes[i], sizes[i] = hypervolume(tracker.front, reference), len(tracker)
+    last = np.maximum.accumulate(np.where(changed, np.arange(len(scaled)), -1))
+    volumes = np.where(last >= 0, volumes[np.maximum(last, 0)], 0.0)
+    sizes = np.where(last >= 0, sizes[np.maximum(last, 0)], 0)
     return pd.DataFrame({"seq": seqs, "hypervolume": volumes, "front_size": sizes})
 
 

@@ -457,7 +457,8 @@ class DesignSpace:
 
     def contains(self, point: Mapping[str, Any]) -> bool:
         """True when every free dimension is given, nothing unknown is, and each value is allowed."""
-        if any(k not in self.names for k in point):
+        names = self.names  # built once per call: a finishing run asks it of every stored point
+        if any(k not in names for k in point):
             return False
         for d in self.dims:
             if d.name not in point:

@@ -381,41 +381,46 @@ class Store:
         """
         with self._transaction():
             (next_seq,) = self._db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM points").fetchone()
+            stored = self._stored_status([record.key for record in records])
+            rows, blobs, replaced = [], [], []
+            batch: set[str] = set()
+            now = time.time()
             for record in records:
-                stored = self._db.execute(
-                    "SELECT status, reason, seq FROM points WHERE key = ?", (record.key,)
-                ).fetchone()
-                if stored is not None:
-                    if not failed_transiently(stored[0], stored[1]):
+                if record.key in batch:  # a key twice in one batch keeps its first result
+                    continue
+                if record.key in stored:
+                    status, reason, seq = stored[record.key]
+                    if not failed_transiently(status, reason):
                         continue
-                    self._db.execute("DELETE FROM points WHERE key = ?", (record.key,))
-                    record.seq = stored[2]
+                    replaced.append((record.key,))
+                    record.seq = seq
                 else:
                     record.seq = next_seq
                     next_seq += 1
-                self._db.execute(
-                    "INSERT INTO points (key, point_id, seq, fingerprint, params, metrics, status, reason, eval_s,"
-                    " evaluator, exact, created, solver) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        record.key,
-                        record.point_id,
-                        record.seq,
-                        record.fingerprint,
-                        json.dumps(record.params, default=_json_default),
-                        json.dumps(record.metrics, default=_json_default),
-                        record.status,
-                        record.reason,
-                        record.eval_s,
-                        record.evaluator,
-                        int(record.exact),
-                        time.time(),
-                        None if record.solver is None else json.dumps(record.solver, default=_json_default),
-                    ),
-                )
+                batch.add(record.key)
+                rows.append(_record_row(record, now))
                 blob = record.layers_blob or (encode_layers(record.layers) if record.layers else None)
                 if blob:
-                    self._db.execute("INSERT OR REPLACE INTO layers (key, rows) VALUES (?, ?)", (record.key, blob))
+                    blobs.append((record.key, blob))
+            self._db.executemany("DELETE FROM points WHERE key = ?", replaced)
+            self._db.executemany(
+                "INSERT INTO points (key, point_id, seq, fingerprint, params, metrics, status, reason, eval_s,"
+                " evaluator, exact, created, solver) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            self._db.executemany("INSERT OR REPLACE INTO layers (key, rows) VALUES (?, ?)", blobs)
             self._db.executemany("INSERT OR REPLACE INTO proposals (tag, n, key) VALUES (?, ?, ?)", list(proposals))
+
+    def _stored_status(self, keys: Sequence[str]) -> dict[str, tuple[str, str | None, int]]:
+        """(status, reason, seq) of the stored points among ``keys``: one query per 500 keys."""
+        found: dict[str, tuple[str, str | None, int]] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 500):
+            part = unique[start : start + 500]
+            marks = ",".join("?" * len(part))
+            query = f"SELECT key, status, reason, seq FROM points WHERE key IN ({marks})"
+            found.update((key, (status, reason, seq)) for key, status, reason, seq in self._db.execute(query, part))
+        return found
 
     def count(self, fingerprint: str | None = None) -> int:
         if fingerprint is None:
@@ -424,12 +429,19 @@ class Store:
 
     def records(self, fingerprint: str | None = None) -> list[PointRecord]:
         """All stored points (of one fingerprint when given), in evaluation order."""
+        return [record for chunk in self.record_chunks(fingerprint) for record in chunk]
+
+    def record_chunks(self, fingerprint: str | None = None, size: int = 50_000) -> Iterator[list[PointRecord]]:
+        """The stored points (of one fingerprint when given) in evaluation order, ``size`` at a time: a caller
+        that turns each chunk into columns never holds a million records at once."""
         sql = f"SELECT {_RECORD_COLUMNS} FROM points"
         args: tuple[Any, ...] = ()
         if fingerprint is not None:
             sql += " WHERE fingerprint = ?"
             args = (fingerprint,)
-        return [_record_from_row(row) for row in self._db.execute(sql + " ORDER BY seq", args)]
+        cursor = self._db.execute(sql + " ORDER BY seq", args)
+        while rows := cursor.fetchmany(size):
+            yield [_record_from_row(row) for row in rows]
 
     def proposals(self, tag: str) -> list[str]:
         """Keys a search strategy proposed under ``tag``, in proposal order (to replay it on resume)."""
@@ -546,6 +558,25 @@ class _Transaction:
             self._db.execute("COMMIT")
         elif self._db.in_transaction:  # SQLite rolls back by itself on some errors (a full disk): nothing to undo
             self._db.execute("ROLLBACK")
+
+
+def _record_row(record: PointRecord, created: float) -> tuple[Any, ...]:
+    """The ``points`` table's row of a record whose ``seq`` is assigned."""
+    return (
+        record.key,
+        record.point_id,
+        record.seq,
+        record.fingerprint,
+        json.dumps(record.params, default=_json_default),
+        json.dumps(record.metrics, default=_json_default),
+        record.status,
+        record.reason,
+        record.eval_s,
+        record.evaluator,
+        int(record.exact),
+        created,
+        None if record.solver is None else json.dumps(record.solver, default=_json_default),
+    )
 
 
 def _record_from_row(row: Sequence[Any]) -> PointRecord:

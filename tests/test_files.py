@@ -7,9 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from dse import finish
 from dse.compare import Comparison, write_comparison
 from dse.files import PARTIAL_MARK, atomic_write, atomic_write_text
 
@@ -80,3 +82,20 @@ def test_a_write_removes_the_temporaries_a_killed_writer_left_and_keeps_a_live_o
     assert not debris.exists()
     assert live.exists()
     assert (tmp_path / "pareto.csv").read_text() == "a\n"
+
+
+def test_a_large_run_writes_the_same_points_through_arrow(tmp_path: Path, monkeypatch) -> None:
+    """Above ``ARROW_CSV_ROWS`` points.csv and points.parquet come from one Arrow table: the same values."""
+    points = pd.DataFrame(
+        {"point_id": ["a", "b", "c"], "dataflow": ["ws", None, "os"], "latency_ms": [1.5, np.nan, 3e-9]}
+    ).assign(feasible=[True, False, True], rows=[4, 8, 16])
+    spec = type("Spec", (), {"path": None, "to_dict": staticmethod(lambda: {"name": "x"})})()
+    history = pd.DataFrame({"seq": [0], "hypervolume": [0.0]})
+    for limit, folder in ((2, tmp_path / "arrow"), (100, tmp_path / "pandas")):
+        monkeypatch.setattr(finish, "ARROW_CSV_ROWS", limit)
+        folder.mkdir()
+        finish.write_outputs(folder, spec, points, points.iloc[:1], history)
+    for name in ("points.csv", "points.parquet"):
+        read = pd.read_csv if name.endswith(".csv") else pd.read_parquet
+        pd.testing.assert_frame_equal(read(tmp_path / "arrow" / name), read(tmp_path / "pandas" / name))
+    assert (tmp_path / "arrow" / "points.csv").read_text() != (tmp_path / "pandas" / "points.csv").read_text()

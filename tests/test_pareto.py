@@ -177,3 +177,25 @@ def test_hypervolume_history_uses_feasible_column_and_handles_no_feasible_point(
     assert history["hypervolume"].tolist() == [0.0] * 6
     assert history["front_size"].tolist() == [0] * 6
     assert hypervolume_history(frame.iloc[:0], OBJECTIVES).empty
+
+
+def test_front_tracker_add_many_equals_adding_one_by_one_and_history_follows_the_front(monkeypatch):
+    """The chunk screen sets aside only rows ``add`` would refuse: the same front and the same rows joined;
+    the history (screened per chunk) holds each front's hypervolume until the next change."""
+    rng = np.random.default_rng(4)
+    points = np.round(rng.random((3000, 3)), 2)  # rounded: ties and repeats happen
+    points[::97] = np.nan
+    one, many = FrontTracker(3), FrontTracker(3)
+    joined = [one.add(p) for p in points[:1500]] + [one.add(p) for p in points[1500:]]
+    got = np.concatenate([many.add_many(points[:1500]), many.add_many(points[1500:])])
+    assert got.tolist() == joined and sum(joined) > 20
+    assert np.array_equal(one.front, many.front)
+    frame = pd.DataFrame({"seq": np.arange(300), "latency_ms": points[:300, 0], "energy_mj": points[:300, 1]})
+    monkeypatch.setattr("dse.pareto.HISTORY_CHUNK", 64)  # several chunks
+    history = hypervolume_history(frame, OBJECTIVES)
+    scale = Normalisation.from_values(frame[["latency_ms", "energy_mj"]].dropna().to_numpy())
+    for i in (0, 57, 123, 299):
+        upto = frame.iloc[: i + 1][["latency_ms", "energy_mj"]].dropna().to_numpy()
+        want = hypervolume(scale.apply(upto[pareto_mask(upto, ["min", "min"])]), scale.reference)
+        assert history["hypervolume"].iloc[i] == pytest.approx(want, rel=1e-12)
+        assert history["front_size"].iloc[i] == len(np.unique(upto[pareto_mask(upto, ["min", "min"])], axis=0))

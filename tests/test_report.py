@@ -566,3 +566,19 @@ def test_knee_point_is_the_balanced_compromise() -> None:
 )
 def test_format_value(value: object, text: str) -> None:
     assert format_value(value) == text
+
+
+def test_a_large_run_draws_every_pareto_design_and_a_sample_of_the_rest(tmp_path: Path, monkeypatch) -> None:
+    """Above ``MAX_DRAWN_POINTS`` the charts draw every Pareto design and an even sample of the others, and say
+    so; the header still counts every point."""
+    monkeypatch.setattr("dse.report.html.MAX_DRAWN_POINTS", 40)
+    run = synthetic_run()
+    points = run["points"]
+    text, _ = _parse(_write(tmp_path, run))
+    drawn = _figure_json(text, "fig-pareto")["data"]
+    ids = re.findall(r"<b>(\w+)</b> \(evaluation", " ".join(t for tr in drawn for t in (tr.get("hovertext") or [])))
+    assert set(points.loc[points["pareto"].astype(bool), "point_id"]) <= set(ids)
+    assert len(set(ids)) <= 40 < len(points)
+    note = re.search(rf"the charts draw (\d+) of the {len(points)} points", html.unescape(text))
+    assert note and len(set(ids)) <= int(note.group(1)) <= 40
+    assert f'<div class="count">{len(points):,}</div><div class="label">evaluated' in text

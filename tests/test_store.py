@@ -59,6 +59,11 @@ def test_a_key_keeps_its_first_result(tmp_path):
         assert store.get("k1").metrics["latency_ms"] == pytest.approx(1 / 8)
         assert store.count() == 2
         assert store.get("k2").seq == 1  # no sequence number is burnt on the duplicate
+        again = _record("k3", 2)
+        again.metrics = {"latency_ms": 999.0}
+        store.put_many([_record("k3", 2), again, _record("k4", 2)])  # a key twice in one batch: the first
+        assert store.get("k3").metrics["latency_ms"] == pytest.approx(1 / 2)
+        assert [store.get(k).seq for k in ("k3", "k4")] == [2, 3] and store.count() == 4
 
 
 def test_points_frame_columns_and_values(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 
 from dse.graph import Graph
 from dse.zoo import build
-from hwmodels.systolic.arrays import DesignColumns, evaluate_designs
+from hwmodels.systolic.arrays import DesignColumns, distinct_rows, evaluate_designs
 from hwmodels.systolic.batch import GemmShapes, gemm_cost_arrays
 from hwmodels.systolic.memory import epoch_words, filter_dram_reads
 from hwmodels.systolic.model import SystolicModel
@@ -166,3 +166,17 @@ def test_exact_os_filter_walk_equals_the_scalar_walk():
             epoch = epoch_words(int(words_f[d, 0]), min_set_words=1)
             want = gemm.count * filter_dram_reads(gemm, "os", int(rows[d, 0]), int(cols[d, 0]), epoch)
             assert exact[d, j] == want, (d, j)
+
+
+def test_distinct_rows_gives_each_row_back_and_no_row_twice():
+    """The design figures the GEMM costs are evaluated on: every design's row is its distinct row, with codes
+    that would overflow one integer (eight columns of 300 values) renumbered on the way."""
+    rng = np.random.default_rng(2)
+    rows = rng.integers(0, 2000, size=5000)  # 5000 designs, at most 2000 distinct rows
+    columns = [rng.integers(0, 300, size=(2000, 1)).astype(float)[rows] for _ in range(8)]
+    columns[3] = 7.0  # a number shared by every design
+    distinct, inverse = distinct_rows(columns)
+    table = np.hstack(distinct)
+    assert len(np.unique(table, axis=0)) == len(table) < 5000
+    for j, column in enumerate(columns):
+        assert np.array_equal(table[inverse, j], np.broadcast_to(column, (5000, 1))[:, 0])

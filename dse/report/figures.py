@@ -28,6 +28,7 @@ from dse.report.data import (
 
 MAX_SPLOM_DIMENSIONS = 6
 MAX_RANKED_BARS = 40
+MAX_HISTORY_MARKERS = 5_000  # above this many evaluations the progress chart keeps the ones that move it
 MAX_ORDINAL_LEVELS = 8  # numeric params with at most this many values get evenly spaced parcoords ticks
 
 COLOR_FRONT = "#d62728"
@@ -57,7 +58,7 @@ def _hover_text(row: pd.Series, data: ReportData, *, extra_metrics: Sequence[str
 
 
 def _hover_texts(frame: pd.DataFrame, data: ReportData, **kwargs) -> list[str]:
-    return [_hover_text(row, data, **kwargs) for _, row in frame.iterrows()]
+    return [_hover_text(row, data, **kwargs) for row in frame.to_dict("records")]
 
 
 def _axis(values: pd.Series, **extra: object) -> dict:
@@ -416,6 +417,11 @@ def parallel_coordinates_figure(data: ReportData) -> tuple[go.Figure, int]:
 def hypervolume_figure(hypervolume: pd.DataFrame) -> go.Figure:
     """Hypervolume and front size over evaluations: a flat curve means the search has converged."""
     hv = hypervolume.sort_values("seq")
+    if len(hv) > MAX_HISTORY_MARKERS:  # a long run: the evaluations where the curve moves, and the last
+        values = hv[[c for c in ("hypervolume", "front_size") if c in hv.columns]].to_numpy(dtype=float)
+        moved = np.r_[True, (np.diff(values, axis=0) != 0).any(axis=1)]
+        moved[-1] = True
+        hv = hv[moved]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_trace(
         go.Scatter(

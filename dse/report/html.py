@@ -215,6 +215,9 @@ footer { margin-top: 30px; color: var(--muted); font-size: 12px; }
 """
 
 
+MAX_DRAWN_POINTS = 10_000  # points the charts draw (every Pareto design among them); the rest is sampled
+
+
 @dataclass
 class Section:
     anchor: str
@@ -223,9 +226,18 @@ class Section:
     body: str
 
 
-def _sections(data: ReportData, layers: Mapping[str, pd.DataFrame], hypervolume: pd.DataFrame | None) -> list[Section]:
+def _sections(
+    data: ReportData,
+    layers: Mapping[str, pd.DataFrame],
+    hypervolume: pd.DataFrame | None,
+    drawn: ReportData | None = None,
+) -> list[Section]:
+    """The page's sections; the figures draw ``drawn`` (a sample of a large run's points, every Pareto design
+    kept), the counts and tables use every point."""
+    figures_data = data if drawn is None else drawn
     sections: list[Section] = []
     if not data.ok.empty:
+        full, data = data, figures_data
         if len(data.objectives) >= 2:
             body = _figure_html(pareto_figure(data), "fig-pareto")
             how = (
@@ -255,6 +267,7 @@ def _sections(data: ReportData, layers: Mapping[str, pd.DataFrame], hypervolume:
             how += f" {dropped} point(s) with missing values are not drawn."
         sections.append(Section("space", "Design space", how, _figure_html(parcoords, "fig-parcoords")))
 
+        data = full
     if hypervolume is not None and not hypervolume.empty:
         how = (
             "Hypervolume of the feasible front after each evaluation (higher is better); when it stops rising the "
@@ -350,6 +363,20 @@ def _check_inputs(points: pd.DataFrame, objectives: Sequence[Objective], param_n
         )
 
 
+def drawn_points(data: ReportData, limit: int) -> pd.DataFrame:
+    """At most about ``limit`` rows of ``data.points`` for the charts: every Pareto design, and the others
+    evenly spaced in evaluation order (a browser draws thousands of markers well, not a million)."""
+    front = np.zeros(len(data.points), dtype=bool)
+    front[data.points.index.get_indexer(data.front.index)] = True
+    others = np.flatnonzero(~front)
+    room = max(0, limit - int(front.sum()))
+    if len(others) > room:
+        picks = np.unique(np.linspace(0, len(others) - 1, room).round().astype(np.int64)) if room else []
+        others = others[picks]
+    keep = np.sort(np.concatenate([np.flatnonzero(front), others]))
+    return data.points.iloc[keep].reset_index(drop=True)
+
+
 def render_report(
     points: pd.DataFrame,
     *,
@@ -367,7 +394,16 @@ def render_report(
     if "reason" not in points.columns:
         points = points.assign(reason=None)
     data = ReportData(points.reset_index(drop=True), list(objectives), list(constraints), list(param_names))
-    sections = _sections(data, {str(k): v for k, v in layers.items()}, hypervolume)
+    drawn = None
+    if len(points) > MAX_DRAWN_POINTS:
+        sample = drawn_points(data, MAX_DRAWN_POINTS)
+        drawn = ReportData(sample, list(objectives), list(constraints), list(param_names))
+        notes = [
+            *notes,
+            f"the charts draw {len(sample):,} of the {len(points):,} points: every Pareto design and an even "
+            "sample of the others (the counts and tables cover every point)",
+        ]
+    sections = _sections(data, {str(k): v for k, v in layers.items()}, hypervolume, drawn)
     if comparison is not None:
         sections.insert(len(sections) - 2, comparison_section(comparison))
     nav = "".join(f'<a href="#{s.anchor}">{html.escape(s.heading.split(" (")[0])}</a>' for s in sections)

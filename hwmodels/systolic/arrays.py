@@ -12,6 +12,11 @@ scalar model's own functions called once per distinct design), the prices are ``
 a ``SystolicArch`` whose numeric fields are columns, and the charges are ``gemm_energy_pj``,
 ``vector_energy_pj`` and ``sparse_charges``, the functions ``SystolicModel`` calls per layer. Per-layer
 rows are not produced: the scalar path gives them for the few designs anybody looks at.
+
+Speed comes from evaluating each thing once: a GEMM cost once per distinct (rows, cols, SRAM words, DRAM
+rate) of a group (a grid repeats them across clocks and lanes), a vector op's cycles once per (lanes, rate),
+and, without sparse lowerings, the charges once per design on its layer-summed access counts (the charge
+functions are linear in the counts); sums in another order than the scalar path's, so equal within ~1e-15.
 """
 
 from __future__ import annotations
@@ -240,37 +245,48 @@ class _MappedGroup:
         return flat(values), flat(totals), flat(prices.area_mm2)
 
     def _array_layers(self, arch, prices: Prices, bw, cycle_s, leak_w, totals: dict, sums: dict) -> None:  # noqa: ANN001
-        """The array ops: ``SystolicModel._fold_core`` for every (design, distinct GEMM) pair."""
+        """The array ops: ``SystolicModel._fold_core`` for every (design, distinct GEMM) pair.
+
+        The GEMM costs depend on six design figures only (rows, cols, the three SRAMs in words, the DRAM
+        rate in words per cycle): they are evaluated once per distinct six, then summed over the layers.
+        Without sparse lowerings every charge is a price of the design times an access count
+        (``gemm_energy_pj`` is linear in the counts), so the design pays its prices on the counts summed
+        over its layers; a sparse lowering charges per layer and takes every (design, GEMM) pair."""
         layers = self.array
         assert layers is not None
         wb = arch.word_bytes
         words = [
             np.floor_divide(kib * 1024, wb) for kib in (arch.ifmap_sram_kib, arch.filter_sram_kib, arch.ofmap_sram_kib)
         ]
-        c = gemm_cost_arrays(layers.shapes, arch.dataflow, arch.dram_mode, arch.rows, arch.cols, *words, bw, exact=True)
-        cost = GemmCost(
-            compute_cycles=c["compute_cycles"],
-            busy_cycles=c["busy_cycles"],
-            fill_cycles=c["fill_cycles"],
-            tail_cycles=c["tail_cycles"],
-            ifmap_dram_reads=c["ifmap_dram_reads"],
-            filter_dram_reads=c["filter_dram_reads"],
-            ofmap_dram_writes=c["ofmap_dram_writes"],
-            ifmap_sram_reads=c["ifmap_sram_reads"],
-            filter_sram_reads=c["filter_sram_reads"],
-            ofmap_sram_writes=c["ofmap_sram_writes"],
-            row_folds=c["row_folds"],
-            col_folds=c["col_folds"],
-        )
+        figures, inverse = distinct_rows((arch.rows, arch.cols, *words, bw))
+        rows, cols = figures[0], figures[1]
+        c = gemm_cost_arrays(layers.shapes, arch.dataflow, arch.dram_mode, *figures, exact=True)
+        cost = GemmCost(**{f.name: c[f.name] for f in fields(GemmCost)})  # (distinct figures, GEMMs)
         cycles = cost.total_cycles
+        util = np.divide(layers.macs, rows * cols * cycles, out=np.zeros(cycles.shape), where=cycles != 0)
+        times = layers.multiplicity
+        if all(low is None for low in layers.sparse):
+            summed = GemmCost(**{f.name: (getattr(cost, f.name) @ times)[inverse][:, None] for f in fields(GemmCost)})
+            layer_cycles = (cycles @ times)[inverse][:, None]
+            breakdown = gemm_energy_pj(summed, float(layers.macs @ times), prices, wb, arch.dataflow)
+            breakdown["leakage"] = leak_w * layer_cycles * cycle_s * 1e12
+            for part in ENERGY_PARTS:
+                totals[part] += breakdown[part]
+            sums["cycles"] += layer_cycles
+            sums["macs"] += float(layers.macs @ times)
+            sums["mac_cycles"] += ((util * layers.macs) @ times)[inverse][:, None]
+            reads = summed.ifmap_dram_reads + summed.filter_dram_reads
+            sums["dram_bytes"] += reads * wb + summed.ofmap_dram_writes * wb
+            return
+        cost = GemmCost(**{f.name: getattr(cost, f.name)[inverse] for f in fields(GemmCost)})  # every design
+        cycles, util = cycles[inverse], util[inverse]
         rd = (cost.ifmap_dram_reads + cost.filter_dram_reads) * wb
         wr = cost.ofmap_dram_writes * wb
         sram_rd = (cost.ifmap_sram_reads + cost.filter_sram_reads + cost.ofmap_dram_writes) * wb
         sram_wr = (cost.ofmap_sram_writes + cost.ifmap_dram_reads + cost.filter_dram_reads) * wb
         breakdown = gemm_energy_pj(cost, layers.macs, prices, wb, arch.dataflow)
-        if any(low is not None for low in layers.sparse):  # written column by column below
-            breakdown = {k: np.array(np.broadcast_to(v, cycles.shape)) for k, v in breakdown.items()}
-        for j, low in enumerate(layers.sparse):
+        breakdown = {k: np.array(np.broadcast_to(v, cycles.shape)) for k, v in breakdown.items()}
+        for j, low in enumerate(layers.sparse):  # written column by column
             if low is None:
                 continue
             one = GemmCost(**{f.name: getattr(cost, f.name)[:, j : j + 1] for f in fields(GemmCost)})
@@ -282,9 +298,6 @@ class _MappedGroup:
             for k, v in part.items():
                 breakdown[k][:, j : j + 1] = v
         breakdown["leakage"] = leak_w * cycles * cycle_s * 1e12
-        peak = arch.rows * arch.cols
-        util = np.divide(layers.macs, peak * cycles, out=np.zeros(cycles.shape), where=cycles != 0)
-        times = layers.multiplicity
         for part in ENERGY_PARTS:
             totals[part] += _weighted_sum(breakdown[part], times, cycles.shape)
         sums["cycles"] += _weighted_sum(cycles, times, cycles.shape)
@@ -293,21 +306,40 @@ class _MappedGroup:
         sums["dram_bytes"] += _weighted_sum(rd + wr, times, cycles.shape)
 
     def _vector_layers(self, arch, prices: Prices, bw, cycle_s, leak_w, totals: dict, sums: dict) -> None:  # noqa: ANN001
-        """The vector ops: ``SystolicModel._fold_core``'s vector branch for every (design, op) pair."""
+        """The vector ops: ``SystolicModel._fold_core``'s vector branch for every (design, op) pair. Their
+        cycles depend on the lanes and the DRAM rate only (evaluated once per distinct pair); their charges
+        are the design's prices times design-independent counts (``vector_energy_pj`` is linear in them)."""
         layers = self.vector
         assert layers is not None
         wb = arch.word_bytes
-        compute = np.where(layers.flops > 0, np.ceil(layers.flops / arch.vector_lanes), 0.0)
-        busy = vector_busy_cycles(compute, layers.reads, layers.writes, bw, arch.dram_mode)
-        cycles = np.where(layers.fused, 0.0, busy)
-        rd, wr = layers.reads * wb, layers.writes * wb
-        breakdown = vector_energy_pj(layers.flops, rd, wr, prices)
-        breakdown["leakage"] = leak_w * cycles * cycle_s * 1e12
+        (lanes, rate), inverse = distinct_rows((arch.vector_lanes, bw))
+        compute = np.where(layers.flops > 0, np.ceil(layers.flops / lanes), 0.0)
+        busy = vector_busy_cycles(compute, layers.reads, layers.writes, rate, arch.dram_mode)
         times = layers.multiplicity
+        cycles = (np.where(layers.fused, 0.0, busy) @ times)[inverse][:, None]
+        rd, wr = float((layers.reads * wb) @ times), float((layers.writes * wb) @ times)
+        breakdown = vector_energy_pj(float(layers.flops @ times), rd, wr, prices)
+        breakdown["leakage"] = leak_w * cycles * cycle_s * 1e12
         for part in ENERGY_PARTS:
-            totals[part] += _weighted_sum(breakdown[part], times, cycles.shape)
-        sums["cycles"] += _weighted_sum(cycles, times, cycles.shape)
-        sums["dram_bytes"] += _weighted_sum(rd + wr, times, cycles.shape)
+            totals[part] += breakdown[part]
+        sums["cycles"] += cycles
+        sums["dram_bytes"] += rd + wr
+
+
+def distinct_rows(columns: Sequence[np.ndarray | float]) -> tuple[list[np.ndarray], np.ndarray]:
+    """The distinct rows of some (designs, 1) columns (or numbers), as (distinct, 1) columns, and the row of
+    each design among them: what depends on these figures alone is evaluated once per distinct row."""
+    arrays = [a.reshape(-1) for a in np.broadcast_arrays(*(np.asarray(c, dtype=float) for c in columns))]
+    code, radix = np.zeros(len(arrays[0]), dtype=np.int64), 1
+    for column in arrays:  # one integer per row, a digit per column (1-D sorts, not a sort of whole rows)
+        _, digit = np.unique(column, return_inverse=True)
+        base = int(digit.max()) + 1 if len(digit) else 1
+        if radix * base >= 2**62:  # renumber the rows seen so far before the code overflows
+            _, code = np.unique(code, return_inverse=True)
+            radix = int(code.max()) + 1
+        code, radix = code * base + digit, radix * base
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return [column[first][:, None] for column in arrays], inverse.reshape(-1)
 
 
 def _weighted_sum(value: np.ndarray | float, times: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
