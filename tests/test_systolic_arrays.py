@@ -64,6 +64,10 @@ def random_point(rng: random.Random, dram_modes: tuple[str, ...] = DRAM_MODES) -
             if p["dataflow"] == "ws" and rng.random() < 0.3:
                 p["sparsity_optimized_mapping"] = True
                 p["sparsity_block_size"] = rng.choice([2, 4])
+        if rng.random() < 0.3:  # per-PE scratchpads: their reuse depends on each GEMM's folds and conv window
+            p["pe_weight_words"] = rng.choice([1, 4, 224])
+            p["pe_input_words"] = rng.choice([1, 3, 12])
+            p["pe_psum_words"] = rng.choice([1, 24])
         if rng.random() < 0.3:
             p["width_multiplier"] = rng.choice([0.5, 1.25])
             p["round_channels"] = rng.random() < 0.5

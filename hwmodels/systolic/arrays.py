@@ -33,7 +33,7 @@ from hwmodels.systolic.batch import GemmShapes, gemm_cost_arrays
 from hwmodels.systolic.compute import LoweredGemm
 from hwmodels.systolic.cost import GemmCost, vector_busy_cycles
 from hwmodels.systolic.model import sparse_charges, systolic_values, vector_tensor_words
-from hwmodels.systolic.pricing import Prices, design_prices, gemm_energy_pj, vector_energy_pj
+from hwmodels.systolic.pricing import Prices, conv_window, design_prices, gemm_energy_pj, vector_energy_pj
 from hwmodels.systolic.sparse import SparseLowering
 from mappers.base import Mapping
 from mappers.payloads import FoldPlan
@@ -148,6 +148,7 @@ class _ArrayLayers:
     multiplicity: np.ndarray
     macs: np.ndarray
     sparse: tuple[SparseLowering | None, ...]
+    window: tuple[np.ndarray, np.ndarray, np.ndarray]  # (S, Q, stride) of each GEMM's rows (``conv_window``)
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,7 @@ class _MappedGroup:
                 np.array(counts, dtype=float),
                 np.array([g.macs for g in gemms], dtype=float),
                 tuple(lowerings),
+                tuple(np.array(column, dtype=float)[None, :] for column in zip(*map(conv_window, gemms))),
             )
         vector = None
         if vector_ops:
@@ -249,9 +251,10 @@ class _MappedGroup:
 
         The GEMM costs depend on six design figures only (rows, cols, the three SRAMs in words, the DRAM
         rate in words per cycle): they are evaluated once per distinct six, then summed over the layers.
-        Without sparse lowerings every charge is a price of the design times an access count
+        Without sparse lowerings and PE scratchpads every charge is a price of the design times an access count
         (``gemm_energy_pj`` is linear in the counts), so the design pays its prices on the counts summed
-        over its layers; a sparse lowering charges per layer and takes every (design, GEMM) pair."""
+        over its layers; a sparse lowering, or a scratchpad whose reuse depends on each GEMM's folds and conv
+        window (``pe_reuse``), charges per layer and takes every (design, GEMM) pair."""
         layers = self.array
         assert layers is not None
         wb = arch.word_bytes
@@ -265,7 +268,8 @@ class _MappedGroup:
         cycles = cost.total_cycles
         util = np.divide(layers.macs, rows * cols * cycles, out=np.zeros(cycles.shape), where=cycles != 0)
         times = layers.multiplicity
-        if all(low is None for low in layers.sparse):
+        registers_only = all(np.all(np.asarray(words) == 1) for words in prices.pe_words)
+        if registers_only and all(low is None for low in layers.sparse):
             summed = GemmCost(**{f.name: (getattr(cost, f.name) @ times)[inverse][:, None] for f in fields(GemmCost)})
             layer_cycles = (cycles @ times)[inverse][:, None]
             breakdown = gemm_energy_pj(summed, float(layers.macs @ times), prices, wb, arch.dataflow)
@@ -284,7 +288,7 @@ class _MappedGroup:
         wr = cost.ofmap_dram_writes * wb
         sram_rd = (cost.ifmap_sram_reads + cost.filter_sram_reads + cost.ofmap_dram_writes) * wb
         sram_wr = (cost.ofmap_sram_writes + cost.ifmap_dram_reads + cost.filter_dram_reads) * wb
-        breakdown = gemm_energy_pj(cost, layers.macs, prices, wb, arch.dataflow)
+        breakdown = gemm_energy_pj(cost, layers.macs, prices, wb, arch.dataflow, layers.window)
         breakdown = {k: np.array(np.broadcast_to(v, cycles.shape)) for k, v in breakdown.items()}
         for j, low in enumerate(layers.sparse):  # written column by column
             if low is None:
