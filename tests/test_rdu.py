@@ -87,7 +87,10 @@ def test_area_reproduces_plasticine_and_scales_with_the_design() -> None:
     assert rdu_area_mm2(plasticine)["total"] == pytest.approx(PLASTICINE_TOTAL_AREA_MM2.value, rel=1e-6)
     base = rdu_area_mm2(rdu())
     assert rdu_area_mm2(rdu(pcus=520))["total"] < base["total"]
-    assert rdu_area_mm2(rdu(sram_mb=260))["pmu_sram"] == pytest.approx(base["pmu_sram"] / 2, rel=1e-3)
+    # half the SRAM in the same PMUs: smaller macros, whose periphery is a larger share (CACTI 7), so a bit more
+    # than half the area
+    half = rdu_area_mm2(rdu(sram_mb=260))["pmu_sram"] / base["pmu_sram"]
+    assert 0.5 < half < 0.52
     ext = rdu_area_mm2(rdu(ssm_ext=True))
     assert 0 < ext["ssm_ext"] <= 0.01 * ext["total"]
 
