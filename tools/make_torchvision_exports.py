@@ -22,6 +22,7 @@ import gzip
 import json
 import logging
 import re
+import signal
 import sys
 import time
 import warnings
@@ -39,6 +40,27 @@ DETECTION = ("ssdlite320_mobilenet_v3_large", "retinanet_resnet50_fpn", "fasterr
 DETECTION_SIZES = {"ssdlite320_mobilenet_v3_large": 320, "fasterrcnn_mobilenet_v3_large_320_fpn": 320}
 EXTERNAL_THRESHOLD = 1024  # bytes: onnx.save_model's default for external data; larger tensors go to the absent file
 EXPORTERS = ("torchscript", "dynamo")
+EXPORT_TIMEOUT_S = 300  # an export slower than this on the 2-core machine is recorded as skipped, not waited for
+
+
+class ExportTimeout(Exception):
+    """An export ran past --timeout seconds."""
+
+
+def _raise_timeout(signum, frame) -> None:
+    raise ExportTimeout
+
+
+def error_message(err: BaseException) -> str:
+    """The first line of the innermost cause: torch's dynamo exporter wraps the real reason in a generic one."""
+    chain = [err]
+    while (chain[-1].__cause__ or chain[-1].__context__) is not None and len(chain) < 20:
+        chain.append(chain[-1].__cause__ or chain[-1].__context__)
+    reasons = []
+    for link in (chain[-1], err) if len(chain) > 1 else (err,):
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(link)).strip()  # torch colours its messages
+        reasons.append(f"{type(link).__name__}: {(text.splitlines() or [''])[0][:240]}")
+    return " <- ".join(reasons)
 
 
 def _cpu_sdpa_flops(query, key, value, *args, out_shape=None, **kwargs) -> int:
@@ -153,8 +175,14 @@ def save_shapes_only(model_proto: onnx.ModelProto, path: Path) -> None:
         f.write(model_proto.SerializeToString())  # mtime 0: the same model gives the same bytes
 
 
-def one_model(name: str, folder: Path) -> dict:
-    """Export ``name`` with both exporters; the manifest entry for it."""
+def one_model(
+    name: str,
+    folder: Path,
+    timeout_s: int = EXPORT_TIMEOUT_S,
+    exporters: tuple[str, ...] = EXPORTERS,
+    old: dict | None = None,
+) -> dict:
+    """Export ``name`` with ``exporters``; the manifest entry for it (``old``'s other exporters kept)."""
     model, example, group = build(name)
     macs, weight_only = torch_macs(model, example)
     entry: dict = {
@@ -163,17 +191,27 @@ def one_model(name: str, folder: Path) -> dict:
         "torch_macs": macs,
         "torch_weight_only_macs": weight_only,
     }
-    for exporter in EXPORTERS:
+    entry.update({exporter: info for exporter, info in (old or {}).items() if exporter in EXPORTERS})
+    for exporter in exporters:
         path = folder / f"{name}.{exporter}.onnx.gz"
         start = time.perf_counter()
+        signal.signal(signal.SIGALRM, _raise_timeout)
+        signal.alarm(timeout_s)
         try:
             proto = export(model, example, folder / f"{name}.{exporter}.onnx", exporter)
+        except ExportTimeout:  # too slow for this machine: recorded as skipped, not as torch's failure
+            entry[exporter] = {"skipped": f"export took over {timeout_s} s on the 2-core machine"}
+            print(f"  {name} {exporter}: {entry[exporter]['skipped']}", flush=True)
+            continue
         except Exception as err:  # an export torch itself cannot do: recorded, not fatal
-            text = re.sub(r"\x1b\[[0-9;]*m", "", str(err)).strip()  # torch colours its messages
-            message = (text.splitlines() or [type(err).__name__])[0][:300]
-            entry[exporter] = {"error": f"{type(err).__name__}: {message}"}
+            entry[exporter] = {"error": error_message(err)}
             print(f"  {name} {exporter}: export failed: {entry[exporter]['error']}", flush=True)
             continue
+        finally:
+            signal.alarm(0)
+            for leftover in folder.glob(f"{name}.{exporter}.onnx*"):
+                if not leftover.name.endswith(".gz"):
+                    leftover.unlink()  # a failed or interrupted export's partial files
         save_shapes_only(proto, path)
         entry[exporter] = {"file": path.name, "nodes": len(proto.graph.node), "bytes": path.stat().st_size}
         print(
@@ -190,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("models", nargs="*", help="default: every classification and segmentation model, and DETECTION")
     parser.add_argument("--recount", action="store_true", help="only recount torch's MACs of exported models")
     parser.add_argument("--again", action="store_true", help="re-export models the manifest already has")
+    parser.add_argument("--exporter", choices=EXPORTERS, help="with --again: re-export with this exporter only")
+    parser.add_argument("--timeout", type=int, default=EXPORT_TIMEOUT_S, help="seconds per export before skipping")
     args = parser.parse_intermixed_args(argv)
     args.folder.mkdir(parents=True, exist_ok=True)
     names = args.models or [
@@ -212,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         if name in manifest and not args.again:
             continue  # made by an earlier run: the script resumes where it stopped
         print(name, flush=True)
-        manifest[name] = one_model(name, args.folder)
+        exporters = (args.exporter,) if args.exporter else EXPORTERS
+        manifest[name] = one_model(name, args.folder, args.timeout, exporters, manifest.get(name))
         manifest_path.write_text(json.dumps(dict(sorted(manifest.items())), indent=1) + "\n")
     return 0
 
