@@ -11,8 +11,11 @@ Every model is built with random weights (nothing is downloaded), exported by bo
 weight file: every tensor of 1 KiB or more is external data in a file that is then not there. The ONNX
 protobuf is gzipped. The torch count is ``FlopCounterMode``'s (2 FLOPs per MAC), with a formula added for
 the CPU scaled-dot-product-attention kernel, which the counter has none for. ``manifest.json`` records per
-model and exporter: the file, its ONNX node count, torch's MACs, the input shape, or the export's error.
-This script imports nothing from dse: it runs in the torchvision venv only.
+model and exporter: the file, its ONNX node count, torch's MACs, the input shape, or the export's error
+(the innermost cause torch gives), or ``skipped`` for an export slower than ``--timeout`` seconds. The
+script resumes: a model the manifest has is not exported again unless ``--again`` (``--exporter`` redoes
+one exporter and keeps the other's entry). It imports nothing from dse: it runs in the torchvision venv
+only. ``python tests/test_torchvision_zoo.py`` prints the table of our MACs against torch's.
 """
 
 from __future__ import annotations
