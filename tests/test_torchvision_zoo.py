@@ -34,7 +34,17 @@ EXPORTS = sorted(
     for exporter in ("torchscript", "dynamo")
     if "file" in entry.get(exporter, {})
 )
-DEFAULT = {("resnet18", "torchscript"), ("resnet18", "dynamo")}  # < 0.5 s each; the rest is the slow suite
+# The default suite's sample (< 0.2 s each): convolutions both exporters, depthwise + squeeze-excite + hard-swish,
+# channel shuffle, attention, a segmentation head, inception branches; the whole table is the slow suite.
+DEFAULT = {
+    ("resnet18", "torchscript"),
+    ("resnet18", "dynamo"),
+    ("mobilenet_v3_small", "torchscript"),
+    ("shufflenet_v2_x1_0", "dynamo"),
+    ("vit_b_32", "dynamo"),
+    ("lraspp_mobilenet_v3_large", "dynamo"),
+    ("googlenet", "dynamo"),
+}
 
 
 def import_export(name: str, exporter: str, tmp_path: Path):
