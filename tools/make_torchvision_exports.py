@@ -27,6 +27,7 @@ import logging
 import re
 import signal
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -158,20 +159,19 @@ def build(name: str) -> tuple[torch.nn.Module, torch.Tensor, str]:
     return torchvision.models.get_model(name, **kwargs).eval(), torch.randn(1, 3, size, size), group
 
 
-def export(model: torch.nn.Module, example: torch.Tensor, path: Path, exporter: str) -> onnx.ModelProto:
-    """One torch exporter's graph, weights as external data in a file that is then deleted."""
-    with warnings.catch_warnings():
+def export(model: torch.nn.Module, example: torch.Tensor, exporter: str) -> onnx.ModelProto:
+    """One torch exporter's graph, made in a temporary folder that is then deleted with every weight file in it
+    (a model over 2 GB gets one external file per tensor, named after the tensor)."""
+    with warnings.catch_warnings(), tempfile.TemporaryDirectory(prefix="tv-export-") as folder:
         warnings.simplefilter("ignore")
         logging.getLogger("torch").setLevel(logging.ERROR)
         kwargs = {"dynamo": exporter == "dynamo", "opset_version": 18 if exporter == "dynamo" else 17}
         if exporter == "torchscript":
             kwargs.update(input_names=["images"], dynamic_axes={"images": {0: "batch"}})
+        path = Path(folder) / "model.onnx"
         # grad stays on: under no_grad nn.MultiheadAttention takes a fused fast path the TorchScript exporter refuses
         torch.onnx.export(model, (example,), str(path), verbose=False, **kwargs)
-    model_proto = onnx.load(str(path), load_external_data=True)
-    for leftover in path.parent.glob(path.name + "*"):
-        leftover.unlink()
-    return model_proto
+        return onnx.load(str(path), load_external_data=True)
 
 
 def save_shapes_only(model_proto: onnx.ModelProto, path: Path) -> None:
@@ -218,7 +218,7 @@ def one_model(
         signal.signal(signal.SIGALRM, _raise_timeout)
         signal.alarm(timeout_s)
         try:
-            proto = export(model, example, folder / f"{name}.{exporter}.onnx", exporter)
+            proto = export(model, example, exporter)
         except ExportTimeout:  # too slow for this machine: recorded as skipped, not as torch's failure
             entry[exporter] = {"skipped": f"export took over {timeout_s} s on the 2-core machine"}
             print(f"  {name} {exporter}: {entry[exporter]['skipped']}", flush=True)
@@ -229,9 +229,6 @@ def one_model(
             continue
         finally:
             signal.alarm(0)
-            for leftover in folder.glob(f"{name}.{exporter}.onnx*"):
-                if not leftover.name.endswith(".gz"):
-                    leftover.unlink()  # a failed or interrupted export's partial files
         save_shapes_only(proto, path)
         entry[exporter] = {"file": path.name, "nodes": len(proto.graph.node), "bytes": path.stat().st_size}
         print(
