@@ -111,7 +111,8 @@ def print_table(names: list[str]) -> int:
                 if "file" not in info:
                     what = "export failed" if "error" in info else "export skipped"
                     counts[what] += 1
-                    print(f"{name:<38} {exporter:<11} {what}: {info.get('error') or info.get('skipped')}")
+                    reason = (info.get("error") or info.get("skipped")).split(" <- ")[0]  # the innermost cause
+                    print(f"{name:<38} {exporter:<11} {what}: {reason[:110]}{'...' if len(reason) > 110 else ''}")
                     continue
                 try:
                     graph, seconds = import_export(name, exporter, Path(folder))
