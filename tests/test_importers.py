@@ -196,6 +196,22 @@ def test_depthwise_and_dilated_and_1d_convs(tmp_path: Path) -> None:
     assert graph.tensors["conv1d:out"].shape == (1, 4, 196)
 
 
+def test_transposed_convs_cost_torchs_count(tmp_path: Path) -> None:
+    """Mask R-CNN's 2x2/2 upsampler and a grouped 4x4/2 one: every input pixel times the whole kernel
+    (torch's FlopCounterMode count), with the output shape ONNX infers (the scatter-add moves data only)."""
+    m = OnnxModel()
+    y = m.node("ConvTranspose", ["x", m.weight("up.w", (16, 8, 2, 2)), m.weight("up.b", (8,))], "up", strides=[2, 2])
+    y = m.node("ConvTranspose", [y, m.weight("kp.w", (8, 3, 4, 4))], "kp", strides=[2, 2], pads=[1, 1, 1, 1], group=2)
+    path = m.save(tmp_path / "deconv.onnx", [_input("x", [2, 16, 14, 14])], [y])
+    graph = load_onnx(path)
+    up, kp = graph.op("up"), graph.op("kp")
+    assert up.kind is OpKind.MATMUL and up.macs == 2 * 14 * 14 * 16 * 8 * 2 * 2
+    assert graph.tensors["up:out"].shape == (2, 8, 28, 28) and up.weights == ("up:weight", "up:bias")
+    assert kp.macs == 2 * 28 * 28 * 8 * (6 // 2) * 4 * 4  # 3 outputs per group, 2 groups: K = 6
+    assert graph.tensors["kp:out"].shape == (2, 6, 56, 56)
+    assert graph.macs == up.macs + kp.macs
+
+
 def test_pooling_variants(tmp_path: Path) -> None:
     m = OnnxModel()
     a = m.node("MaxPool", ["x"], "max_ceil", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)

@@ -21,6 +21,7 @@ only. ``python tests/test_torchvision_zoo.py`` prints the table of our MACs agai
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import logging
@@ -92,6 +93,29 @@ def _cpu_sdpa_flops(query, key, value, *args, out_shape=None, **kwargs) -> int:
 CUSTOM_FLOPS = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _cpu_sdpa_flops}
 
 
+@contextlib.contextmanager
+def every_box_kept(model: torch.nn.Module):
+    """Score thresholds 0 and NMS IoU thresholds 1 in every detection stage while torch counts.
+
+    The importer costs a data-dependent count at its worst case (every candidate kept, up to the model's own
+    top-k and detections-per-image caps); with random weights torch's run keeps fewer (NMS suppresses
+    overlapping proposals, no class passes a 0.05 score), so a two-stage model's RoI heads would run on
+    fewer boxes than the bound. Counting torch with every box kept compares like with like; the exported
+    graph keeps the model's own thresholds (they are constants in it, not its structure).
+    """
+    saved = []
+    for module in model.modules():
+        for attribute, keep_all in (("score_thresh", 0.0), ("nms_thresh", 1.0)):
+            if isinstance(getattr(module, attribute, None), float):
+                saved.append((module, attribute, getattr(module, attribute)))
+                setattr(module, attribute, keep_all)
+    try:
+        yield
+    finally:
+        for module, attribute, value in saved:
+            setattr(module, attribute, value)
+
+
 def torch_macs(model: torch.nn.Module, example: torch.Tensor) -> tuple[int, int]:
     """FlopCounterMode's count / 2, and the part of it spent in leaf modules that never read the input.
 
@@ -114,7 +138,7 @@ def torch_macs(model: torch.nn.Module, example: torch.Tensor) -> tuple[int, int]
         hooks.append(module.register_forward_pre_hook(mark, with_kwargs=True))
     for parameter in model.parameters():
         parameter.requires_grad_(False)
-    with FlopCounterMode(display=False, custom_mapping=CUSTOM_FLOPS) as counter:
+    with every_box_kept(model), FlopCounterMode(display=False, custom_mapping=CUSTOM_FLOPS) as counter:
         model(example.clone().requires_grad_(True))
     for hook in hooks:
         hook.remove()

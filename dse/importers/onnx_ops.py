@@ -119,6 +119,7 @@ class OnnxImporter(ContribOps, QonnxOps, QuantOps, MoreOps, DetectionOps):
             (MORE_VIEWS, self._cast),
             (("Split",), self._split),
             (("Einsum",), self._einsum),
+            (("ConvTranspose",), self._conv_transpose),
             (("LSTM", "GRU", "RNN"), self._recurrent),
             (("Attention",), self._attention),
             (("InstanceNormalization", "GroupNormalization", "RMSNormalization"), self._norm),
