@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import re
 import sys
 import tempfile
 import time
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from dse.graph import GraphError
 from dse.importers import load_onnx
 
 FOLDER = Path(__file__).parent / "data" / "torchvision"
@@ -46,6 +48,14 @@ DEFAULT = {
     ("googlenet", "dynamo"),
 }
 
+# What the importer still refuses, and why: the masks and keypoints are pasted into the image by a
+# TorchScript loop over the detections whose per-iteration shapes depend on each box (no MACs inside, but
+# no static shape out of it). The refusal must name the Loop node, as every refusal names its node.
+REFUSED = {
+    (name, "torchscript"): "(Loop): ONNX shape inference gives no concrete shape"
+    for name in ("maskrcnn_resnet50_fpn", "maskrcnn_resnet50_fpn_v2", "keypointrcnn_resnet50_fpn")
+}
+
 
 def import_export(name: str, exporter: str, tmp_path: Path):
     """The shapes-only export of ``name``, imported; its weight file is absent as shipped."""
@@ -64,6 +74,10 @@ def expected_macs(name: str) -> int:
 
 
 def check(name: str, exporter: str, tmp_path: Path) -> None:
+    if (name, exporter) in REFUSED:
+        with pytest.raises(GraphError, match=r"node 'Loop_\d+' " + re.escape(REFUSED[name, exporter])):
+            import_export(name, exporter, tmp_path)
+        return
     graph, seconds = import_export(name, exporter, tmp_path)
     assert graph.meta["weights_missing"], "the export was meant to ship without its weight file"
     assert graph.meta["onnx_nodes"] == MANIFEST[name][exporter]["nodes"]
@@ -102,7 +116,7 @@ def test_manifest_lists_failed_exports_with_their_reason() -> None:
 
 def print_table(names: list[str]) -> int:
     """The zoo table, one export a row, and the counts; 1 when any export differs from torch or fails to import."""
-    counts = {"equal": 0, "different": 0, "import failed": 0, "export failed": 0, "export skipped": 0}
+    counts = {"equal": 0, "different": 0, "import refused": 0, "export failed": 0, "export skipped": 0}
     print(f"{'model':<38} {'exporter':<11} {'nodes':>6} {'ours MACs':>16} {'torch MACs':>16} {'import s':>8}")
     with tempfile.TemporaryDirectory() as folder:
         for name in names:
@@ -116,9 +130,9 @@ def print_table(names: list[str]) -> int:
                     continue
                 try:
                     graph, seconds = import_export(name, exporter, Path(folder))
-                except Exception as err:  # the table goes on; the reason is the row
-                    counts["import failed"] += 1
-                    print(f"{name:<38} {exporter:<11} import failed: {type(err).__name__}: {err}")
+                except GraphError as err:  # the table goes on; the reason is the row
+                    counts["import refused"] += 1
+                    print(f"{name:<38} {exporter:<11} import refused: {str(err).split('.onnx: ')[-1][:200]}")
                     continue
                 equal = graph.macs == expected_macs(name)
                 counts["equal" if equal else "different"] += 1
@@ -128,7 +142,8 @@ def print_table(names: list[str]) -> int:
                 )
     models = len(names)
     print(f"{models} models, " + ", ".join(f"{count} exports {what}" for what, count in counts.items()))
-    return int(counts["different"] + counts["import failed"] > 0)
+    unexpected = counts["import refused"] - sum(key[0] in names for key in REFUSED)
+    return int(counts["different"] + unexpected > 0)
 
 
 if __name__ == "__main__":
