@@ -212,6 +212,21 @@ def test_transposed_convs_cost_torchs_count(tmp_path: Path) -> None:
     assert graph.macs == up.macs + kp.macs
 
 
+def test_video_convs_cost_their_exact_macs(tmp_path: Path) -> None:
+    """R(2+1)D's factorised 1x3x3 then 3x1x1 convs and a grouped strided 3x3x3: each is its im2col matmul
+    (output voxels x C/G*kd*kh*kw x K/G), the output shape ONNX's."""
+    m = OnnxModel()
+    y = m.node("Conv", ["x", m.weight("s.w", (8, 3, 1, 3, 3))], "spatial", pads=[0, 1, 1, 0, 1, 1])
+    y = m.node("Conv", [y, m.weight("t.w", (8, 8, 3, 1, 1)), m.weight("t.b", (8,))], "temporal", pads=[1, 0, 0] * 2)
+    y = m.node("Conv", [y, m.weight("g.w", (4, 4, 3, 3, 3))], "grouped", group=2, strides=[2, 2, 2], pads=[1] * 6)
+    path = m.save(tmp_path / "video.onnx", [_input("x", [1, 3, 4, 10, 10])], [y])
+    graph = load_onnx(path)
+    assert graph.op("spatial").macs == 8 * 4 * 10 * 10 * 3 * 1 * 3 * 3
+    assert graph.op("temporal").macs == 8 * 4 * 10 * 10 * 8 * 3 and graph.op("temporal").weights[1] == "temporal:bias"
+    assert graph.op("grouped").macs == 4 * 2 * 5 * 5 * (8 // 2) * 27  # K=4, 2x5x5 outputs, 4 inputs per group
+    assert graph.tensors["grouped:out"].shape == (1, 4, 2, 5, 5)
+
+
 def test_pooling_variants(tmp_path: Path) -> None:
     m = OnnxModel()
     a = m.node("MaxPool", ["x"], "max_ceil", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)

@@ -60,6 +60,18 @@ DETECTION_SIZES = {
     "fasterrcnn_mobilenet_v3_large_320_fpn": 320,
     "ssd300_vgg16": 300,
 }
+# Video classifiers: clip shape (frames, height, width) from their weights' own transforms.
+VIDEO_CLIPS = {
+    "r3d_18": (16, 112, 112),
+    "mc3_18": (16, 112, 112),
+    "r2plus1d_18": (16, 112, 112),
+    "s3d": (16, 224, 224),
+    "mvit_v1_b": (16, 224, 224),
+    "mvit_v2_s": (16, 224, 224),
+    "swin3d_t": (16, 224, 224),
+    "swin3d_s": (16, 224, 224),
+    "swin3d_b": (16, 224, 224),
+}
 EXTERNAL_THRESHOLD = 1024  # bytes: onnx.save_model's default for external data; larger tensors go to the absent file
 EXPORTERS = ("torchscript", "dynamo")
 EXPORT_TIMEOUT_S = 300  # an export slower than this on the 2-core machine is recorded as skipped, not waited for
@@ -170,6 +182,9 @@ def build(name: str) -> tuple[torch.nn.Module, torch.Tensor, str]:
         kwargs = {"weights": None, "weights_backbone": None}
         model = DetectionOutputs(torchvision.models.get_model(name, **kwargs))
         return model.eval(), torch.rand(1, 3, size, size), "detection"
+    if name in VIDEO_CLIPS:
+        model = torchvision.models.get_model(name, weights=None)
+        return model.eval(), torch.randn(1, 3, *VIDEO_CLIPS[name]), "video"
     segmentation = torchvision.models.list_models(torchvision.models.segmentation)
     group = "segmentation" if name in segmentation else "classification"
     kwargs = {"weights": None}
@@ -266,7 +281,9 @@ def one_model(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
-    parser.add_argument("models", nargs="*", help="default: every classification and segmentation model, and DETECTION")
+    parser.add_argument(
+        "models", nargs="*", help="default: every classification and segmentation model, DETECTION and VIDEO_CLIPS"
+    )
     parser.add_argument("--recount", action="store_true", help="only recount torch's MACs of exported models")
     parser.add_argument("--again", action="store_true", help="re-export models the manifest already has")
     parser.add_argument("--exporter", choices=EXPORTERS, help="with --again: re-export with this exporter only")
@@ -277,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         *torchvision.models.list_models(torchvision.models),
         *torchvision.models.list_models(torchvision.models.segmentation),
         *DETECTION,
+        *VIDEO_CLIPS,
     ]
     manifest_path = args.folder / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}

@@ -280,6 +280,8 @@ class OnnxImporter(ContribOps, QonnxOps, QuantOps, MoreOps, DetectionOps):
         weight = self._constant(node, name, w_index, "weight")
         attrs = self._attrs(node)
         group = int(attrs.get("group", 1))
+        if len(x.shape) == 5 and weight.shape[1] * group == x.shape[1]:
+            return self._volume_conv(node, name, x, weight, group)
         kernel = list(attrs.get("kernel_shape", weight.shape[2:]))
         x2, kernel, strides, pads, dilations, _ = self._spatial(node, name, x, kernel, attrs)
         if dilations[0] != dilations[1]:
@@ -434,9 +436,9 @@ class OnnxImporter(ContribOps, QonnxOps, QuantOps, MoreOps, DetectionOps):
 
     def _global_pool(self, node: onnx.NodeProto, name: str) -> None:
         x = self._activation(node, name)
-        if len(x.shape) not in (3, 4):
-            raise self._error(name, node, f"only 1-D and 2-D inputs are supported, got shape {x.shape}")
-        x2 = x if len(x.shape) == 4 else Activation(x.tensor, (x.shape[0], x.shape[1], 1, x.shape[2]))
+        if len(x.shape) not in (3, 4, 5):
+            raise self._error(name, node, f"only 1-D, 2-D and 3-D inputs are supported, got shape {x.shape}")
+        x2 = Activation(x.tensor, (x.shape[0], x.shape[1], math.prod(x.shape[2:-1]), x.shape[-1]))  # depth into H
         mode = "max" if node.op_type == "GlobalMaxPool" else "avg"
         out = self.builder.global_pool(self._use(x2), mode=mode, name=name)
         self._bind_pooled(node, name, x, out)

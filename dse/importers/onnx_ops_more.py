@@ -272,6 +272,23 @@ class MoreOps(GraphWalk):
         )
         self._bind_op(node, name, out)
 
+    def _volume_conv(self, node: onnx.NodeProto, name: str, x: Activation, weight: Constant, group: int) -> None:
+        """A 3-D (video) Conv as its im2col matmul: N*D'*H'*W' output pixels by C/G*kd*kh*kw -> K/G per group
+        (exact MACs, torch's count); the output shape is ONNX's inferred one."""
+        out_shape = self._inferred_shape(node, name)
+        weights = {"weight": weight.shape}
+        bias = self._input(node, 2)
+        if isinstance(bias, Constant):
+            weights["bias"] = bias.shape
+        dims = {
+            "B": group,
+            "M": out_shape[0] * math.prod(out_shape[2:]),
+            "N": weight.shape[0] // group,
+            "K": math.prod(weight.shape[1:]),
+        }
+        out = self.builder.add_op(name, OpKind.MATMUL, dims, [self._use(x)], out_shape, weights, {"conv3d": True})
+        self._bind_op(node, name, out)
+
     def _recurrent(self, node: onnx.NodeProto, name: str) -> None:
         """LSTM/GRU/RNN: every step multiplies [x_t, h_{t-1}] by the gate weights (exact MACs)."""
         x = self._activation(node, name)
