@@ -227,6 +227,17 @@ def test_video_convs_cost_their_exact_macs(tmp_path: Path) -> None:
     assert graph.tensors["grouped:out"].shape == (1, 4, 2, 5, 5)
 
 
+def test_batched_constant_right_operand_is_one_matrix_per_batch(tmp_path: Path) -> None:
+    """MViT's relative-position term: activations (B, H, M, K) times a constant table (H, K, N)."""
+    m = OnnxModel()
+    y = m.node("MatMul", ["x", m.weight("rel", (4, 8, 5))], "rel_pos")
+    path = m.save(tmp_path / "rel.onnx", [_input("x", [2, 4, 6, 8])], [y])
+    graph = load_onnx(path)
+    op = graph.op("rel_pos")
+    assert op.macs == 2 * 4 * 6 * 5 * 8 and graph.tensors["rel_pos:out"].shape == (2, 4, 6, 5)
+    assert graph.tensors["rel_pos:weight"].shape == (4, 8, 5)
+
+
 def test_pooling_variants(tmp_path: Path) -> None:
     m = OnnxModel()
     a = m.node("MaxPool", ["x"], "max_ceil", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)

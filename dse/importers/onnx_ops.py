@@ -337,25 +337,24 @@ class OnnxImporter(ContribOps, QonnxOps, QuantOps, MoreOps, DetectionOps):
         assert b is not None
         if len(a.shape) < 2 or len(b.shape) < 2:
             raise self._error(name, node, f"1-D operands are not supported (shapes {a.shape} and {b.shape})")
-        if isinstance(b, Constant):
-            if len(b.shape) != 2:
-                raise self._error(name, node, f"a constant right operand must be 2-D, got shape {b.shape}")
+        if isinstance(b, Constant) and len(b.shape) == 2:
             out = self.builder.linear(self._use(a), b.shape[1], name=name, bias=False)
         else:
             batch_shape = broadcast(a.shape[:-2], b.shape[:-2])
-            if batch_shape == a.shape[:-2]:
+            if isinstance(b, Activation) and batch_shape == a.shape[:-2]:
                 out = self.builder.matmul(self._use(a), self._use(b), name=name)
-            else:  # b carries more batch dimensions than a: a is broadcast
-                m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+            else:  # b carries more batch dimensions than a (a is broadcast), or is a batched constant (MViT's
+                m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]  # relative-position table): one matrix per batch
                 if b.shape[-2] != k:
                     raise self._error(name, node, f"inner dimensions {k} and {b.shape[-2]} differ")
+                constant = isinstance(b, Constant)
                 out = self.builder.add_op(
                     name,
                     OpKind.MATMUL,
                     {"B": math.prod(batch_shape), "M": m, "N": n, "K": k},
-                    [self._use(a), self._use(b)],
+                    [self._use(a)] if constant else [self._use(a), self._use(b)],
                     (*batch_shape, m, n),
-                    None,
+                    {"weight": b.shape} if constant else None,
                     {"transpose_b": False},
                 )
         self._record_precision(node, a_index, b_index)
