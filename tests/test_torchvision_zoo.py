@@ -50,7 +50,8 @@ DEFAULT = {
 # What the importer still refuses, and why (each refusal names its node, as every refusal must): Mask and
 # Keypoint R-CNN paste masks / keypoints into the image in a TorchScript loop over the detections whose
 # per-iteration shapes depend on each box (no MACs inside, no static shape out); MViT's TorchScript export
-# pools in a loop over a tensor sequence (its dynamo export imports).
+# pools in a loop over a tensor sequence; Swin3D's TorchScript export slices its relative-position index by a
+# window size computed from padded shapes that the folding does not resolve yet (both import by dynamo).
 PASTE_LOOP = r"node 'Loop_\d+' \(Loop\): ONNX shape inference gives no concrete shape"
 REFUSED = {
     ("maskrcnn_resnet50_fpn", "torchscript"): PASTE_LOOP,
@@ -58,6 +59,7 @@ REFUSED = {
     ("keypointrcnn_resnet50_fpn", "torchscript"): PASTE_LOOP,
     ("mvit_v1_b", "torchscript"): r"node '/blocks.0/attn/pool_k/SequenceEmpty' has op type 'SequenceEmpty'",
     ("mvit_v2_s", "torchscript"): r"node '/blocks.0/attn/pool_k/SequenceEmpty' has op type 'SequenceEmpty'",
+    ("swin3d_t", "torchscript"): r"node '/features/features.0/features.0.1/attn/Slice_4' \(Slice\): ONNX shape",
 }
 
 
