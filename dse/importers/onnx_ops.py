@@ -281,7 +281,7 @@ class OnnxImporter(ContribOps, QonnxOps, QuantOps, MoreOps, DetectionOps):
         attrs = self._attrs(node)
         group = int(attrs.get("group", 1))
         if len(x.shape) == 5 and weight.shape[1] * group == x.shape[1]:
-            return self._volume_conv(node, name, x, weight, group)
+            return self._volume_conv(node, name, x, weight, group, b_index)
         kernel = list(attrs.get("kernel_shape", weight.shape[2:]))
         x2, kernel, strides, pads, dilations, _ = self._spatial(node, name, x, kernel, attrs)
         if dilations[0] != dilations[1]:

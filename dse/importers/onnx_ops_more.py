@@ -272,12 +272,14 @@ class MoreOps(GraphWalk):
         )
         self._bind_op(node, name, out)
 
-    def _volume_conv(self, node: onnx.NodeProto, name: str, x: Activation, weight: Constant, group: int) -> None:
+    def _volume_conv(
+        self, node: onnx.NodeProto, name: str, x: Activation, weight: Constant, group: int, bias_index: int
+    ) -> None:
         """A 3-D (video) Conv as its im2col matmul: N*D'*H'*W' output pixels by C/G*kd*kh*kw -> K/G per group
         (exact MACs, torch's count); the output shape is ONNX's inferred one."""
         out_shape = self._inferred_shape(node, name)
         weights = {"weight": weight.shape}
-        bias = self._input(node, 2)
+        bias = self._input(node, bias_index) if bias_index >= 0 else None
         if isinstance(bias, Constant):
             weights["bias"] = bias.shape
         dims = {
