@@ -59,7 +59,10 @@ REFUSED = {
     ("keypointrcnn_resnet50_fpn", "torchscript"): PASTE_LOOP,
     ("mvit_v1_b", "torchscript"): r"node '/blocks.0/attn/pool_k/SequenceEmpty' has op type 'SequenceEmpty'",
     ("mvit_v2_s", "torchscript"): r"node '/blocks.0/attn/pool_k/SequenceEmpty' has op type 'SequenceEmpty'",
-    ("swin3d_t", "torchscript"): r"node '/features/features.0/features.0.1/attn/Slice_4' \(Slice\): ONNX shape",
+    **{
+        (name, "torchscript"): r"node '/features/features.0/features.0.1/attn/Slice_4' \(Slice\): ONNX shape"
+        for name in ("swin3d_t", "swin3d_s")
+    },
 }
 
 
