@@ -196,6 +196,48 @@ def test_depthwise_and_dilated_and_1d_convs(tmp_path: Path) -> None:
     assert graph.tensors["conv1d:out"].shape == (1, 4, 196)
 
 
+def test_transposed_convs_cost_torchs_count(tmp_path: Path) -> None:
+    """Mask R-CNN's 2x2/2 upsampler and a grouped 4x4/2 one: every input pixel times the whole kernel
+    (torch's FlopCounterMode count), with the output shape ONNX infers (the scatter-add moves data only)."""
+    m = OnnxModel()
+    y = m.node("ConvTranspose", ["x", m.weight("up.w", (16, 8, 2, 2)), m.weight("up.b", (8,))], "up", strides=[2, 2])
+    y = m.node("ConvTranspose", [y, m.weight("kp.w", (8, 3, 4, 4))], "kp", strides=[2, 2], pads=[1, 1, 1, 1], group=2)
+    path = m.save(tmp_path / "deconv.onnx", [_input("x", [2, 16, 14, 14])], [y])
+    graph = load_onnx(path)
+    up, kp = graph.op("up"), graph.op("kp")
+    assert up.kind is OpKind.MATMUL and up.macs == 2 * 14 * 14 * 16 * 8 * 2 * 2
+    assert graph.tensors["up:out"].shape == (2, 8, 28, 28) and up.weights == ("up:weight", "up:bias")
+    assert kp.macs == 2 * 28 * 28 * 8 * (6 // 2) * 4 * 4  # 3 outputs per group, 2 groups: K = 6
+    assert graph.tensors["kp:out"].shape == (2, 6, 56, 56)
+    assert graph.macs == up.macs + kp.macs
+
+
+def test_video_convs_cost_their_exact_macs(tmp_path: Path) -> None:
+    """R(2+1)D's factorised 1x3x3 then 3x1x1 convs and a grouped strided 3x3x3: each is its im2col matmul
+    (output voxels x C/G*kd*kh*kw x K/G), the output shape ONNX's."""
+    m = OnnxModel()
+    y = m.node("Conv", ["x", m.weight("s.w", (8, 3, 1, 3, 3))], "spatial", pads=[0, 1, 1, 0, 1, 1])
+    y = m.node("Conv", [y, m.weight("t.w", (8, 8, 3, 1, 1)), m.weight("t.b", (8,))], "temporal", pads=[1, 0, 0] * 2)
+    y = m.node("Conv", [y, m.weight("g.w", (4, 4, 3, 3, 3))], "grouped", group=2, strides=[2, 2, 2], pads=[1] * 6)
+    path = m.save(tmp_path / "video.onnx", [_input("x", [1, 3, 4, 10, 10])], [y])
+    graph = load_onnx(path)
+    assert graph.op("spatial").macs == 8 * 4 * 10 * 10 * 3 * 1 * 3 * 3
+    assert graph.op("temporal").macs == 8 * 4 * 10 * 10 * 8 * 3 and graph.op("temporal").weights[1] == "temporal:bias"
+    assert graph.op("grouped").macs == 4 * 2 * 5 * 5 * (8 // 2) * 27  # K=4, 2x5x5 outputs, 4 inputs per group
+    assert graph.tensors["grouped:out"].shape == (1, 4, 2, 5, 5)
+
+
+def test_batched_constant_right_operand_is_one_matrix_per_batch(tmp_path: Path) -> None:
+    """MViT's relative-position term: activations (B, H, M, K) times a constant table (H, K, N)."""
+    m = OnnxModel()
+    y = m.node("MatMul", ["x", m.weight("rel", (4, 8, 5))], "rel_pos")
+    path = m.save(tmp_path / "rel.onnx", [_input("x", [2, 4, 6, 8])], [y])
+    graph = load_onnx(path)
+    op = graph.op("rel_pos")
+    assert op.macs == 2 * 4 * 6 * 5 * 8 and graph.tensors["rel_pos:out"].shape == (2, 4, 6, 5)
+    assert graph.tensors["rel_pos:weight"].shape == (4, 8, 5)
+
+
 def test_pooling_variants(tmp_path: Path) -> None:
     m = OnnxModel()
     a = m.node("MaxPool", ["x"], "max_ceil", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)

@@ -119,6 +119,7 @@ class OnnxImporter(ContribOps, QonnxOps, QuantOps, MoreOps, DetectionOps):
             (MORE_VIEWS, self._cast),
             (("Split",), self._split),
             (("Einsum",), self._einsum),
+            (("ConvTranspose",), self._conv_transpose),
             (("LSTM", "GRU", "RNN"), self._recurrent),
             (("Attention",), self._attention),
             (("InstanceNormalization", "GroupNormalization", "RMSNormalization"), self._norm),
@@ -279,6 +280,8 @@ class OnnxImporter(ContribOps, QonnxOps, QuantOps, MoreOps, DetectionOps):
         weight = self._constant(node, name, w_index, "weight")
         attrs = self._attrs(node)
         group = int(attrs.get("group", 1))
+        if len(x.shape) == 5 and weight.shape[1] * group == x.shape[1]:
+            return self._volume_conv(node, name, x, weight, group, b_index)
         kernel = list(attrs.get("kernel_shape", weight.shape[2:]))
         x2, kernel, strides, pads, dilations, _ = self._spatial(node, name, x, kernel, attrs)
         if dilations[0] != dilations[1]:
@@ -334,25 +337,24 @@ class OnnxImporter(ContribOps, QonnxOps, QuantOps, MoreOps, DetectionOps):
         assert b is not None
         if len(a.shape) < 2 or len(b.shape) < 2:
             raise self._error(name, node, f"1-D operands are not supported (shapes {a.shape} and {b.shape})")
-        if isinstance(b, Constant):
-            if len(b.shape) != 2:
-                raise self._error(name, node, f"a constant right operand must be 2-D, got shape {b.shape}")
+        if isinstance(b, Constant) and len(b.shape) == 2:
             out = self.builder.linear(self._use(a), b.shape[1], name=name, bias=False)
         else:
             batch_shape = broadcast(a.shape[:-2], b.shape[:-2])
-            if batch_shape == a.shape[:-2]:
+            if isinstance(b, Activation) and batch_shape == a.shape[:-2]:
                 out = self.builder.matmul(self._use(a), self._use(b), name=name)
-            else:  # b carries more batch dimensions than a: a is broadcast
-                m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+            else:  # b carries more batch dimensions than a (a is broadcast), or is a batched constant (MViT's
+                m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]  # relative-position table): one matrix per batch
                 if b.shape[-2] != k:
                     raise self._error(name, node, f"inner dimensions {k} and {b.shape[-2]} differ")
+                constant = isinstance(b, Constant)
                 out = self.builder.add_op(
                     name,
                     OpKind.MATMUL,
                     {"B": math.prod(batch_shape), "M": m, "N": n, "K": k},
-                    [self._use(a), self._use(b)],
+                    [self._use(a)] if constant else [self._use(a), self._use(b)],
                     (*batch_shape, m, n),
-                    None,
+                    {"weight": b.shape} if constant else None,
                     {"transpose_b": False},
                 )
         self._record_precision(node, a_index, b_index)
@@ -433,9 +435,9 @@ class OnnxImporter(ContribOps, QonnxOps, QuantOps, MoreOps, DetectionOps):
 
     def _global_pool(self, node: onnx.NodeProto, name: str) -> None:
         x = self._activation(node, name)
-        if len(x.shape) not in (3, 4):
-            raise self._error(name, node, f"only 1-D and 2-D inputs are supported, got shape {x.shape}")
-        x2 = x if len(x.shape) == 4 else Activation(x.tensor, (x.shape[0], x.shape[1], 1, x.shape[2]))
+        if len(x.shape) not in (3, 4, 5):
+            raise self._error(name, node, f"only 1-D, 2-D and 3-D inputs are supported, got shape {x.shape}")
+        x2 = Activation(x.tensor, (x.shape[0], x.shape[1], math.prod(x.shape[2:-1]), x.shape[-1]))  # depth into H
         mode = "max" if node.op_type == "GlobalMaxPool" else "avg"
         out = self.builder.global_pool(self._use(x2), mode=mode, name=name)
         self._bind_pooled(node, name, x, out)

@@ -2,8 +2,8 @@
 
 Table-driven: elementwise functions, data movement (copies: Slice, Gather, Split, Expand, Pad, ...)
 and reductions each become one IR elementwise op sized by ONNX's inferred output shape. Gather on a
-weight is an embedding look-up (its table is a weight). Einsum, LSTM/GRU/RNN and the fused
-Attention op become matmuls with their exact MAC counts; InstanceNorm/GroupNorm/RMSNorm become
+weight is an embedding look-up (its table is a weight). Einsum, LSTM/GRU/RNN, ConvTranspose and the
+fused Attention op become matmuls with their exact MAC counts; InstanceNorm/GroupNorm/RMSNorm become
 layernorm ops.
 """
 
@@ -101,6 +101,7 @@ MORE_VIEWS = ("Cast", "CastLike")
 MORE_OTHER = (
     "Split",
     "Einsum",
+    "ConvTranspose",
     "LSTM",
     "GRU",
     "RNN",
@@ -237,6 +238,57 @@ class MoreOps(GraphWalk):
             weights,
             {"equation": equation},
         )
+        self._bind_op(node, name, out)
+
+    def _conv_transpose(self, node: onnx.NodeProto, name: str) -> None:
+        """Every input pixel times the whole kernel: a grouped matmul of N*H*W pixels by C/G -> K/G*R*S
+        (torch's own count, N*H*W*C*K/G*R*S MACs); its scatter-add into the strided output moves data only."""
+        x = self._activation(node, name)
+        weight = self._constant(node, name, 1, "weight")
+        group = int(self._attrs(node).get("group", 1))
+        channels, out_per_group = weight.shape[0], weight.shape[1]
+        if len(x.shape) < 3 or x.shape[1] != channels or channels % group:
+            raise self._error(
+                name, node, f"weight shape {weight.shape} with group={group} does not match input shape {x.shape}"
+            )
+        weights = {"weight": weight.shape}
+        bias = self._input(node, 2)
+        if isinstance(bias, Constant):
+            weights["bias"] = bias.shape
+        dims = {
+            "B": group,
+            "M": x.shape[0] * math.prod(x.shape[2:]),
+            "N": out_per_group * math.prod(weight.shape[2:]),
+            "K": channels // group,
+        }
+        out = self.builder.add_op(
+            name,
+            OpKind.MATMUL,
+            dims,
+            [self._use(x)],
+            self._inferred_shape(node, name),
+            weights,
+            {"transposed_conv": True},
+        )
+        self._bind_op(node, name, out)
+
+    def _volume_conv(
+        self, node: onnx.NodeProto, name: str, x: Activation, weight: Constant, group: int, bias_index: int
+    ) -> None:
+        """A 3-D (video) Conv as its im2col matmul: N*D'*H'*W' output pixels by C/G*kd*kh*kw -> K/G per group
+        (exact MACs, torch's count); the output shape is ONNX's inferred one."""
+        out_shape = self._inferred_shape(node, name)
+        weights = {"weight": weight.shape}
+        bias = self._input(node, bias_index) if bias_index >= 0 else None
+        if isinstance(bias, Constant):
+            weights["bias"] = bias.shape
+        dims = {
+            "B": group,
+            "M": out_shape[0] * math.prod(out_shape[2:]),
+            "N": weight.shape[0] // group,
+            "K": math.prod(weight.shape[1:]),
+        }
+        out = self.builder.add_op(name, OpKind.MATMUL, dims, [self._use(x)], out_shape, weights, {"conv3d": True})
         self._bind_op(node, name, out)
 
     def _recurrent(self, node: onnx.NodeProto, name: str) -> None:
