@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 from hwmodels.catalogs.noc import NOC_PJ_PER_BYTE_HOP
 from templates.base import Arch, Param, Template, TemplateError
-from templates.systolic import DATAFLOWS, PRECISIONS, SystolicArch, SystolicTemplate
+from templates.systolic import DATAFLOWS, PE_SCRATCHPADS, PRECISIONS, SystolicArch, SystolicTemplate
 
 MAX_CORES = 8
 INTERCONNECTS = ("bus", "mesh")
@@ -138,6 +138,17 @@ class MulticoreTemplate(Template):
                 "tech", "str", "asic-28nm", "technology: a catalog node, or a per-action table (tpu-v4, eyeriss-65nm)"
             ),
             Param("vector_lanes", "int", 0, "SIMD lanes per core (0 = its cols)", low=0, high=65536),
+            *(
+                Param(
+                    f"pe_{role}_words",
+                    "int",
+                    1,
+                    f"{role} words each PE of every core keeps (1 = a register; deeper: a scratchpad, as systolic)",
+                    low=1,
+                    high=65536,
+                )
+                for role in PE_SCRATCHPADS
+            ),
         ]
 
     def instantiate(self, point: Mapping[str, Any]) -> MulticoreArch:
@@ -166,6 +177,7 @@ class MulticoreTemplate(Template):
                 "precision": v["precision"],
                 "tech": v["tech"],
                 "vector_lanes": v["vector_lanes"],
+                **{f"pe_{role}_words": v[f"pe_{role}_words"] for role in PE_SCRATCHPADS},
             }
             try:
                 cores.append(systolic.instantiate(sub))

@@ -243,3 +243,23 @@ def test_bad_multi_dnn_workload_is_one_clear_error(workload, needle):
 def test_unknown_objective_is_refused():
     with pytest.raises(Exception, match="choose one of: latency, throughput, energy, edp"):
         make_mapper("multicore", "multicore", {"objective": "speed"})
+
+
+def test_every_core_takes_the_pe_scratchpad_depths():
+    """pe_*_words reach every core (energy and area only): the same schedule and latency, fewer SRAM reads priced,
+    and the scratchpads' area in each core's PE array."""
+    graph = small_graph()
+    template, model = MulticoreTemplate(), family("multicore").hwmodel()
+    base_point = {"cores": MIX, "interconnect": "bus"}
+    deep_point = {**base_point, "pe_weight_words": 16, "pe_input_words": 3, "pe_psum_words": 4}
+    results = []
+    for point in (base_point, deep_point):
+        arch = template.instantiate(point)
+        mapping = make_mapper("multicore", "multicore", {"objective": "latency", "time_limit_s": 3.0}).map(graph, arch)
+        results.append((arch, model.evaluate(mapping, arch)))
+    (base_arch, base), (deep_arch, deep) = results
+    assert all((c.pe_weight_words, c.pe_input_words, c.pe_psum_words) == (16, 3, 4) for c in deep_arch.cores)
+    assert deep["latency_cycles"] == base["latency_cycles"]
+    assert deep.energy_breakdown_pj["mac"] == pytest.approx(base.energy_breakdown_pj["mac"])
+    assert deep.energy_breakdown_pj["sram"] < base.energy_breakdown_pj["sram"]
+    assert deep["area_mm2"] > base["area_mm2"]

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from dse.graph import Graph, Op, OpKind
 from hwmodels.multicore.cost import hop_cycles, link_cycles, readback_cycles, readback_energy_pj, transfer_energy_pj
 from hwmodels.systolic.cost import gemm_cost, vector_op_cost
-from hwmodels.systolic.pricing import Prices, design_prices, gemm_energy_pj, vector_energy_pj
+from hwmodels.systolic.pricing import Prices, conv_window, design_prices, gemm_energy_pj, vector_energy_pj
 from mappers.base import MappingError
 from mappers.systolic.fold import ARRAY_KINDS, VECTOR_KINDS, lower_op
 from templates.multicore import MulticoreArch
@@ -389,13 +389,14 @@ def _task_cost(
             reread = j == 0 or weight_words > core.sram_words("filter")
             if share == 0.0:
                 continue
-            c = gemm_cost(lower_op(tile_op), core, write_output=writes_dram, read_input=from_dram, read_filter=reread)
+            gemm = lower_op(tile_op)
+            c = gemm_cost(gemm, core, write_output=writes_dram, read_input=from_dram, read_filter=reread)
             cycles += c.total_cycles
             compute += c.compute_cycles
             rd += (c.ifmap_dram_reads + c.filter_dram_reads) * wb
             wr += c.ofmap_dram_writes * wb
             macs += tile_op.macs
-            for k, v in gemm_energy_pj(c, tile_op.macs, prices, wb, core.dataflow).items():
+            for k, v in gemm_energy_pj(c, tile_op.macs, prices, wb, core.dataflow, conv_window(gemm)).items():
                 energy[k] += v
         else:
             if share == 0.0:
