@@ -443,26 +443,33 @@ def sram_pj_per_byte(tech: tuple[np.ndarray, list[str]], kib: np.ndarray, role: 
     return out
 
 
-def sram_area_columns(tech: tuple[np.ndarray, list[str]], sizes: tuple, unified: np.ndarray) -> np.ndarray:
-    """``sram_block_mm2`` of each design, as a column: one array call per technology (its area node)."""
-    codes, names = tech
-    out = np.empty(len(codes))
-    for code, name in enumerate(names):
-        mask = codes == code
-        node = area_node(name)
-        out[mask] = sram_block_mm2(node, *(np.asarray(kib)[mask] for kib in sizes), np.asarray(unified)[mask])
-    return out
-
-
-def pe_local_area_columns(tech: tuple[np.ndarray, list[str]], bits, acc_bits, words: dict) -> np.ndarray:  # noqa: ANN001
-    """``pe_local_storage_mm2`` of one PE of each design, as a column (``words``: role -> column of depths)."""
+def per_area_node(tech: tuple[np.ndarray, list[str]], area_of) -> np.ndarray:  # noqa: ANN001
+    """A column of areas priced one array call per technology present: ``area_of(node, mask)`` prices the designs
+    at ``mask`` on their technology's area node."""
     codes, names = tech
     out = np.zeros(len(codes))
     for code, name in enumerate(names):
         mask = codes == code
-        depth = {role: np.asarray(column)[mask] for role, column in words.items()}
-        out[mask] = pe_local_storage_mm2(area_node(name), np.asarray(bits)[mask], np.asarray(acc_bits)[mask], depth)
+        out[mask] = area_of(area_node(name), mask)
     return out
+
+
+def sram_area_columns(tech: tuple[np.ndarray, list[str]], sizes: tuple, unified: np.ndarray) -> np.ndarray:
+    """``sram_block_mm2`` of each design, as a column."""
+    return per_area_node(
+        tech,
+        lambda node, mask: sram_block_mm2(node, *(np.asarray(kib)[mask] for kib in sizes), np.asarray(unified)[mask]),
+    )
+
+
+def pe_local_area_columns(tech: tuple[np.ndarray, list[str]], bits, acc_bits, words: dict) -> np.ndarray:  # noqa: ANN001
+    """``pe_local_storage_mm2`` of one PE of each design, as a column (``words``: role -> column of depths)."""
+    return per_area_node(
+        tech,
+        lambda node, mask: pe_local_storage_mm2(
+            node, np.asarray(bits)[mask], np.asarray(acc_bits)[mask], {r: np.asarray(c)[mask] for r, c in words.items()}
+        ),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
