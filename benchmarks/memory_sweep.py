@@ -25,9 +25,10 @@ from pathlib import Path
 from dse.cli import main as dse_main
 from dse.context import RunContext
 from dse.explore import run_sweep
+from dse.flat import FlatMetricsEvaluator
 from dse.session import build_evaluator
 from dse.spec import parse_spec
-from dse.store import FlatMetricsEvaluator, Store
+from dse.store import Store
 
 SWEEP_SPEC = """
 name: memory-sweep

@@ -9,13 +9,12 @@ evaluators) and below the command lines.
 
 from __future__ import annotations
 
-import dataclasses
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from dse.array_executor import ArrayExecutor
 from dse.context import RunContext
 from dse.errors import UserError
 from dse.evaluate import PointEvaluator
@@ -26,14 +25,12 @@ from dse.evaluator_options import (
     SurrogateOptions,
     parse_evaluator_options,
 )
-from dse.executors import Executor, Outcome, SerialExecutor
 from dse.explore import Evaluation
 from dse.graph import Graph
 from dse.registry import family
 from dse.session import build_evaluator
 from dse.space import DesignSpace
 from dse.spec import Spec
-from dse.store import FlatMetrics
 from surrogates.explorer.hybrid import hybrid_evaluation, surrogate_evaluation
 
 EvaluationFactory = Callable[[Spec, Graph, PointEvaluator, Any], Evaluation]
@@ -72,34 +69,6 @@ def streams_to_arrays(spec: Spec, exact: PointEvaluator, default_mapper: str) ->
 def layer_rows(exact: PointEvaluator, point: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The per-layer rows the store keeps for a point (``FlatMetricsEvaluator``'s), from the scalar path."""
     return [layer.row() for layer in exact(point).layers]
-
-
-class ArrayExecutor(Executor):
-    """An in-process executor for an array evaluator: one call per batch of points; a point its template
-    refuses runs alone through the explorer's task, which records the template's message."""
-
-    name = "arrays"
-    answers_whole_batches = True  # the sweep commits each batch in one transaction
-
-    def __init__(self, arrays: Any):
-        self.arrays = arrays
-        # a fixed-list strategy asks for 16 points per worker: one batch of the array evaluator's size
-        self.workers = max(1, getattr(arrays, "batch_points", 4096) // 16)
-
-    def map(self, task: Any, items: Sequence[Any]) -> Iterator[Outcome]:
-        items = list(items)
-        start = time.perf_counter()
-        try:
-            metrics, index = self.arrays.evaluate_points(items)
-        except (UserError, ValueError, KeyError, TypeError):  # a value the batch checks refuse: point by point
-            yield from SerialExecutor().map(task, items)
-            return
-        each = (time.perf_counter() - start) / max(1, len(index))
-        for i, values in zip(index.tolist(), self.arrays.flat_rows(metrics)):
-            yield Outcome(i, FlatMetrics(values=values, layers_blob=None, exact=True), seconds=each)
-        refused = sorted(set(range(len(items))) - set(index.tolist()))
-        for outcome in SerialExecutor().map(task, [items[i] for i in refused]):
-            yield dataclasses.replace(outcome, index=refused[outcome.index])
 
 
 ARRAY_STRATEGIES = ("grid", "random")  # the strategies whose points the array evaluators take

@@ -137,14 +137,17 @@ def front_mask(
     return pareto_mask(values, ["min"] * len(objectives))
 
 
-def weakly_dominated(points: np.ndarray, front: np.ndarray, chunk: int = 2048) -> np.ndarray:
+def weakly_dominated(points: np.ndarray, front: np.ndarray, chunk: int = 8192) -> np.ndarray:
     """True for rows of ``points`` that some row of ``front`` is no worse than in every objective."""
     out = np.zeros(len(points), dtype=bool)
     if len(front) == 0:
         return out
-    for start in range(0, len(points), chunk):  # (chunk x front x objectives) booleans at a time
+    for start in range(0, len(points), chunk):  # (chunk x front) booleans at a time, one objective after another
         part = points[start : start + chunk]
-        out[start : start + chunk] = np.all(front[None, :, :] <= part[:, None, :], axis=2).any(axis=1)
+        no_worse = front[None, :, 0] <= part[:, None, 0]
+        for k in range(1, points.shape[1]):  # a column at a time: numpy reduces a short last axis slowly
+            no_worse &= front[None, :, k] <= part[:, None, k]
+        out[start : start + chunk] = no_worse.any(axis=1)
     return out
 
 
@@ -175,6 +178,18 @@ class FrontTracker:
         for i in np.flatnonzero(~(weakly_dominated(points, self.front) | np.isnan(points).any(axis=1))):
             joined[i] = self.add(points[i])
         return joined
+
+    def merge(self, points_min: np.ndarray) -> None:
+        """Bring in many rows at once: the front becomes the one ``add_many`` reaches (the same rows, the first
+        of equal ones kept), without its per-row flags; what a live front over large chunks needs."""
+        points = np.asarray(points_min, dtype=float).reshape(-1, self.front.shape[1])
+        keep = ~(weakly_dominated(points, self.front) | np.isnan(points).any(axis=1))
+        if not keep.any():
+            return
+        combined = np.vstack([self.front, points[keep]])
+        survivors = combined[pareto_mask(combined, ["min"] * combined.shape[1])]
+        _, first = np.unique(survivors, axis=0, return_index=True)
+        self.front = survivors[np.sort(first)]
 
     def __len__(self) -> int:
         return len(self.front)
@@ -223,19 +238,30 @@ def hypervolume_history(
     return pd.DataFrame({"seq": seqs, "hypervolume": volumes, "front_size": sizes})
 
 
+def knee_distances(front: pd.DataFrame, objectives: Sequence[Objective]) -> pd.Series:
+    """Each Pareto design's distance to the utopia point once each objective is scaled to [0, 1], by point_id
+    (designs missing an objective left out)."""
+    names = [o.metric for o in objectives]
+    usable = front.dropna(subset=names)
+    scaled = np.zeros((len(usable), len(objectives)))
+    for j, objective in enumerate(objectives):
+        values = np.array([objective.to_min(float(v)) for v in usable[objective.metric]])
+        span = values.max() - values.min() if len(values) else 0.0
+        scaled[:, j] = (values - values.min()) / span if span > 0 else 0.0
+    return pd.Series(np.sqrt((scaled**2).sum(axis=1)), index=usable["point_id"].astype(str).to_numpy())
+
+
 def knee_point_id(front: pd.DataFrame, objectives: Sequence[Objective]) -> str | None:
     """The Pareto design closest to the utopia point once each objective is scaled to [0, 1].
 
     Why: it is the balanced compromise, a sensible default design to inspect first.
     """
-    names = [o.metric for o in objectives]
-    usable = front.dropna(subset=names)
-    if usable.empty:
-        return None
-    scaled = np.zeros((len(usable), len(objectives)))
-    for j, objective in enumerate(objectives):
-        values = np.array([objective.to_min(float(v)) for v in usable[objective.metric]])
-        span = values.max() - values.min()
-        scaled[:, j] = (values - values.min()) / span if span > 0 else 0.0
-    distance = np.sqrt((scaled**2).sum(axis=1))
-    return str(usable["point_id"].iloc[int(np.argmin(distance))])
+    distances = knee_distances(front, objectives)
+    return None if distances.empty else str(distances.index[int(np.argmin(distances.to_numpy()))])
+
+
+def designs_near_knee(front: pd.DataFrame, objectives: Sequence[Objective], n: int) -> list[str]:
+    """The point_ids of the ``n`` Pareto designs closest to the utopia point, the knee first."""
+    distances = knee_distances(front, objectives)
+    order = np.argsort(distances.to_numpy(), kind="stable")[:n]
+    return [str(pid) for pid in distances.index[order]]

@@ -15,7 +15,7 @@ import math
 import random
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -26,6 +26,7 @@ from optuna.trial import TrialState
 
 from dse.errors import UserError
 from dse.objectives import Constraint, Objective
+from dse.space_columns import Columns, grid_columns
 
 STRATEGIES = ("grid", "random", "nsga2", "tpe", "gp")
 SAMPLERS = ("nsga2", "tpe", "gp")  # the strategies optuna drives
@@ -95,6 +96,35 @@ class ListStrategy(SearchStrategy):
 
     def ask(self, n: int) -> list[Proposal]:
         return [Proposal(dict(point)) for point in islice(self._points, n)]
+
+
+class GridStrategy(ListStrategy):
+    """The grid in ``DesignSpace.grid`` order. A chunked sweep asks it for columns (``ask_columns``), computed
+    from the points' grid index; ``ask`` walks the same points one dict at a time."""
+
+    def __init__(self, space: Any, budget: int, notes: list[str] | None = None):
+        super().__init__("grid", (), budget, notes)
+        self.space = space
+        self._next = 0  # grid index of the next point
+        self._walk: Iterator[dict[str, Any]] | None = None
+
+    def ask_columns(self, n: int) -> Columns | None:
+        """The next ``n`` points as columns ({} when the grid is done); None when the grid cannot be
+        indexed as arrays (a dimension too large to list), and the sweep asks point by point instead."""
+        n = min(n, self.budget - self._next)
+        if n <= 0:
+            return {}
+        columns = grid_columns(self.space, self._next, n)
+        if columns is not None:
+            self._next += n
+        return columns
+
+    def ask(self, n: int) -> list[Proposal]:
+        if self._walk is None:
+            self._walk = islice(self.space.grid(), self._next, self.budget)
+        proposals = [Proposal(dict(point)) for point in islice(self._walk, n)]
+        self._next += len(proposals)
+        return proposals
 
 
 def ordinal_values(dim: Any) -> tuple | None:
@@ -452,7 +482,7 @@ def make_strategy(
         notes = []
         if budget < size:
             notes.append(f"grid has {size} points; the budget of {budget} evaluates the first {budget} in grid order")
-        return ListStrategy("grid", islice(space.grid(), budget), budget, notes)
+        return GridStrategy(space, budget, notes)
     if budget is None:
         raise UserError(f"search strategy {name!r} needs a budget (number of points)", where="search.budget")
     budget = int(budget)

@@ -12,24 +12,41 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import sqlite3
 import time
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 import dse
-from dse.errors import UserError
+from dse.chunkstore import (
+    CHUNK_SCHEMA,
+    Chunk,
+    DigestIndex,
+    chunk_next_seq,
+    chunk_point_count,
+    digests_of,
+    hex_keys,
+    iter_chunks,
+    param_names,
+    read_chunk,
+    write_chunk,
+)
 from dse.files import is_disk_full
+from dse.flat import decode_layers, encode_layers, json_default
+from dse.store_errors import (
+    STORE_FILE,
+    StoreUnreadable,
+    check_run_directory,
+    reading_store,
+)
 
 if TYPE_CHECKING:  # pandas is imported where frames are built: pool workers import this module and stay light
     import pandas as pd
 
-STORE_FILE = "store.sqlite"
 _RECORD_COLUMNS = "key, params, status, metrics, reason, eval_s, evaluator, exact, fingerprint, seq, solver"
 POINT_ID_LENGTH = 12
 # Failure reasons that say the machine failed the point (the worker process died, Dask lost it, memory ran out),
@@ -43,7 +60,8 @@ def failed_transiently(status: str, reason: str | None) -> bool:
 
 
 # PRAGMA user_version of the stores this code writes; a store with a higher one was written by a newer dse
-STORE_SCHEMA_VERSION = 1
+DECODED_CHUNKS = 4  # decoded chunks a store keeps at hand
+STORE_SCHEMA_VERSION = 2  # 2: the ``chunks`` table of the array path (dse.chunkstore)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
@@ -78,75 +96,13 @@ def canonical_json(point: Mapping[str, Any] | str) -> str:
     """Stable JSON text for a point (sorted keys, no whitespace); a string is taken as already canonical."""
     if isinstance(point, str):
         return point
-    return json.dumps(dict(point), sort_keys=True, separators=(",", ":"), default=_json_default)
+    return json.dumps(dict(point), sort_keys=True, separators=(",", ":"), default=json_default)
 
 
 def point_key(fingerprint: str, canonical: Mapping[str, Any] | str, version: str = dse.__version__) -> str:
     """The store key: what was evaluated (fingerprint), where (point) and by which code (version)."""
     text = "\n".join([fingerprint, canonical_json(canonical), version])
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _json_default(value: Any) -> Any:
-    """numpy scalars and other oddities in points/metrics become plain JSON values."""
-    if hasattr(value, "item"):
-        return value.item()
-    return str(value)
-
-
-LAYERS_COMPRESSION = 1  # zlib level: per-layer rows compress ~10x at level 1, and level 6 costs twice the time
-
-
-def encode_layers(rows: Sequence[Mapping[str, Any]]) -> bytes:
-    """Per-layer rows as the store keeps them: compact JSON, zlib-compressed."""
-    text = json.dumps(list(rows), separators=(",", ":"), default=_json_default)
-    return zlib.compress(text.encode(), LAYERS_COMPRESSION)
-
-
-def decode_layers(blob: bytes) -> list[dict[str, Any]]:
-    return json.loads(zlib.decompress(blob))
-
-
-@dataclass
-class FlatMetrics:
-    """What a worker sends back for one point: scalar metrics, encoded per-layer rows, exact flag.
-
-    Workers do the flattening and encoding so the explorer process, which shares the cores
-    with them, only unpickles a few kilobytes and writes them to SQLite.
-    """
-
-    values: dict[str, float]
-    layers_blob: bytes | None
-    exact: bool | None
-    solver: dict[str, Any] | None = None  # the mapper's solver outcome (status, gap, ...) when it ran one
-
-
-@dataclass
-class FlatMetricsEvaluator:
-    """Wraps ``evaluator(point) -> Metrics`` so workers, not the explorer process, flatten the results.
-
-    It lives here rather than in ``dse.explore`` because a spawned worker imports the module
-    of the callable it runs; this one does not pull in pandas or optuna.
-    """
-
-    evaluator: Callable[[Mapping[str, Any]], Any]
-
-    def __call__(self, point: Mapping[str, Any]) -> FlatMetrics:
-        metrics = self.evaluator(point)
-        exact = getattr(metrics, "info", {}).get("exact")
-        layers = [layer.row() for layer in getattr(metrics, "layers", [])]
-        solver = getattr(metrics, "info", {}).get("solver")
-        return FlatMetrics(
-            values=dict(metrics.flat()),
-            layers_blob=encode_layers(layers) if layers else None,
-            exact=None if exact is None else bool(exact),
-            solver=solver_facts(solver) if isinstance(solver, Mapping) else None,
-        )
-
-
-def solver_facts(solver: Mapping[str, Any]) -> dict[str, Any]:
-    """The scalar facts of a solver outcome (status, gap, bound, limit hit, ...): what the store keeps."""
-    return {k: v for k, v in solver.items() if isinstance(v, (str, int, float, bool)) or v is None}
 
 
 @dataclass
@@ -182,68 +138,14 @@ class PointRecord:
         return failed_transiently(self.status, self.reason)
 
 
-class StoreUnreadable(UserError):
-    """A run directory or its store this dse cannot use: damaged, truncated, not SQLite, newer, not a folder.
-
-    A UserError, so every command prints it as one line naming the file and what to do, and exits 2."""
-
-    def __init__(self, path: Path, problem: str, remedy: str):
-        super().__init__(f"{problem}; {remedy}", where=str(path))
-        self.path = path
-        self.problem = problem
-
-
-class StoreDamaged(StoreUnreadable):
-    """A store SQLite cannot read: damaged pages, truncated, not SQLite at all (``dse recover`` saves what it can)."""
-
-
-def damaged_store_error(path: Path, exc: BaseException) -> StoreDamaged:
-    """The one message for a store SQLite cannot read, whatever part of it failed."""
-    return StoreDamaged(
-        path,
-        f"the store cannot be read ({exc}): it is damaged, truncated or not a dse store",
-        f"run `dse recover {path.parent}` to save its readable points into a fresh store, "
-        "or explore into a new directory",
-    )
-
-
-@contextmanager
-def reading_store(path: Path) -> Iterator[None]:
-    """Turn SQLite's 'malformed' / 'not a database' errors met while using the store at ``path`` into
-    StoreUnreadable; a full disk is let through for the caller to report (see dse/rundir.py)."""
-    try:
-        yield
-    except sqlite3.DatabaseError as exc:
-        if is_disk_full(exc):
-            raise
-        raise damaged_store_error(Path(path), exc) from None
-
-
-def check_run_directory(directory: Path) -> None:
-    """A run directory that is a file, not readable, or whose store is not a file: one message saying so."""
-    store_path = directory / STORE_FILE
-    if directory.exists() and not directory.is_dir():
-        raise StoreUnreadable(
-            directory, "is a file, not a run directory", "give the path of a directory (dse explore creates it)"
-        )
-    if directory.is_dir() and not os.access(directory, os.R_OK | os.W_OK | os.X_OK):
-        raise StoreUnreadable(
-            directory, "cannot be read and written (permission denied)", "fix its permissions or use another directory"
-        )
-    if store_path.exists() and not store_path.is_file():
-        raise StoreUnreadable(store_path, "is not a file", "move it away or explore into a new directory")
-    if store_path.is_file() and not os.access(store_path, os.R_OK | os.W_OK):
-        raise StoreUnreadable(
-            store_path, "cannot be read and written (permission denied)", "fix its permissions or copy the run"
-        )
-
-
 class Store:
     """SQLite-backed store of evaluated points for one run directory."""
 
     def __init__(self, path: Path, connection: sqlite3.Connection):
         self.path = path
         self._db = connection
+        self._index: DigestIndex | None = None  # every stored key, built when a chunk is first looked at
+        self._decoded: dict[int, Chunk] = {}  # the chunks looked at last (a front's points share a few)
 
     @classmethod
     def open(cls, directory: Path | str) -> Store:
@@ -292,7 +194,7 @@ class Store:
                 f"{STORE_SCHEMA_VERSION})",
                 "open it with that newer dse, or explore into a new directory",
             )
-        db.executescript(_SCHEMA)
+        db.executescript(_SCHEMA + CHUNK_SCHEMA)
         columns = {row[1] for row in db.execute("PRAGMA table_info(points)")}
         if "solver" not in columns:  # a store written before solver outcomes were kept
             db.execute("ALTER TABLE points ADD COLUMN solver TEXT")
@@ -351,7 +253,9 @@ class Store:
             f"SELECT {_RECORD_COLUMNS} FROM points WHERE key = ?",
             (key,),
         ).fetchone()
-        return None if row is None else _record_from_row(row)
+        if row is not None:
+            return _record_from_row(row)
+        return self.get_many([key]).get(key) if self.has_chunks() else None
 
     def get_many(self, keys: Sequence[str]) -> dict[str, PointRecord]:
         """The stored points among ``keys``, by key: one query per 500 keys instead of one per key."""
@@ -363,12 +267,44 @@ class Store:
             rows = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM points WHERE key IN ({marks})", part)
             for row in rows.fetchall():
                 found[row[0]] = _record_from_row(row)
+        missing = [key for key in unique if key not in found]
+        if missing and self.has_chunks():
+            places = self.digest_index().find(digests_of(missing))
+            found.update((record.key, record) for record in self._records_at(places[places >= 0]))
         return found
+
+    def points(self, point_ids: Sequence[str]) -> dict[str, PointRecord]:
+        """The stored points of many point_ids at once, by point_id (a chunk decoded once for all its points)."""
+        found: dict[str, PointRecord] = {}
+        for point_id in dict.fromkeys(point_ids):
+            row = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM points WHERE point_id = ?", (point_id,)).fetchone()
+            if row is not None:
+                found[point_id] = _record_from_row(row)
+        missing = [pid for pid in dict.fromkeys(point_ids) if pid not in found and len(pid) >= POINT_ID_LENGTH]
+        if missing and self.has_chunks():
+            index = self.digest_index()
+            places = [p for pid in missing for p in index.with_prefix(pid[:POINT_ID_LENGTH])[:1] if p >= 0]
+            found.update((record.point_id, record) for record in self._records_at(np.array(places, dtype=np.int64)))
+        return found
+
+    def _records_at(self, places: np.ndarray) -> list[PointRecord]:
+        """The records of chunk places, each chunk decoded once."""
+        records = []
+        chunk_ids = places >> 32
+        for chunk_id in np.unique(chunk_ids).tolist():
+            chunk = self.chunk(int(chunk_id))
+            if chunk is not None:
+                records += chunk_records(chunk, (places[chunk_ids == chunk_id] & 0xFFFFFFFF).tolist())
+        return records
 
     def point(self, point_id: str) -> PointRecord | None:
         """The stored point of a point_id (the first 12 characters of its key), or None."""
         row = self._db.execute(f"SELECT {_RECORD_COLUMNS} FROM points WHERE point_id = ?", (point_id,)).fetchone()
-        return None if row is None else _record_from_row(row)
+        if row is not None:
+            return _record_from_row(row)
+        if not self.has_chunks() or len(point_id) < POINT_ID_LENGTH:
+            return None
+        return self.points([point_id]).get(point_id)
 
     def put(self, record: PointRecord) -> None:
         self.put_many([record])
@@ -380,7 +316,7 @@ class Store:
         transient failure (``PointRecord.transient``), which the new result replaces in its place (same seq).
         """
         with self._transaction():
-            (next_seq,) = self._db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM points").fetchone()
+            next_seq = self.next_seq()
             stored = self._stored_status([record.key for record in records])
             rows, blobs, replaced = [], [], []
             batch: set[str] = set()
@@ -424,14 +360,18 @@ class Store:
 
     def count(self, fingerprint: str | None = None) -> int:
         if fingerprint is None:
-            return self._db.execute("SELECT COUNT(*) FROM points").fetchone()[0]
-        return self._db.execute("SELECT COUNT(*) FROM points WHERE fingerprint = ?", (fingerprint,)).fetchone()[0]
+            rows = self._db.execute("SELECT COUNT(*) FROM points").fetchone()[0]
+        else:
+            rows = self._db.execute("SELECT COUNT(*) FROM points WHERE fingerprint = ?", (fingerprint,)).fetchone()[0]
+        return rows + chunk_point_count(self._db, fingerprint)
 
     def records(self, fingerprint: str | None = None) -> list[PointRecord]:
         """All stored points (of one fingerprint when given), in evaluation order."""
         return [record for chunk in self.record_chunks(fingerprint) for record in chunk]
 
-    def record_chunks(self, fingerprint: str | None = None, size: int = 50_000) -> Iterator[list[PointRecord]]:
+    def record_chunks(
+        self, fingerprint: str | None = None, size: int = 50_000, *, chunked: bool = True
+    ) -> Iterator[list[PointRecord]]:
         """The stored points (of one fingerprint when given) in evaluation order, ``size`` at a time: a caller
         that turns each chunk into columns never holds a million records at once."""
         sql = f"SELECT {_RECORD_COLUMNS} FROM points"
@@ -440,12 +380,106 @@ class Store:
             sql += " WHERE fingerprint = ?"
             args = (fingerprint,)
         cursor = self._db.execute(sql + " ORDER BY seq", args)
-        while rows := cursor.fetchmany(size):
-            yield [_record_from_row(row) for row in rows]
+        if not chunked or not self.has_chunks():  # ``chunked=False``: the ``points`` rows alone
+            while rows := cursor.fetchmany(size):
+                yield [_record_from_row(row) for row in rows]
+            return
+        # both tables, merged by seq (the array path's runs are read by ``chunks``, not record by record)
+        merged = [_record_from_row(row) for row in cursor.fetchall()]
+        merged += [record for chunk in self.chunks(fingerprint) for record in chunk_records(chunk)]
+        merged.sort(key=lambda record: record.seq or 0)
+        for start in range(0, len(merged), size):
+            yield merged[start : start + size]
 
     def proposals(self, tag: str) -> list[str]:
         """Keys a search strategy proposed under ``tag``, in proposal order (to replay it on resume)."""
         return [k for (k,) in self._db.execute("SELECT key FROM proposals WHERE tag = ? ORDER BY n", (tag,))]
+
+    # -- chunks: the array path's points, a batch to a row (dse.chunkstore) ---------
+
+    def has_chunks(self) -> bool:
+        return self._db.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
+
+    def digest_index(self) -> DigestIndex:
+        """Every stored key, brought up to date (``DigestIndex``): what a chunked sweep looks keys up in."""
+        if self._index is None:
+            self._index = DigestIndex()
+        self._index.refresh(self._db, TRANSIENT_FAILURES)
+        return self._index
+
+    def next_seq(self) -> int:
+        """The ``seq`` the next stored point gets, over both tables."""
+        (points_next,) = self._db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM points").fetchone()
+        return max(int(points_next), chunk_next_seq(self._db))
+
+    def put_chunk(
+        self,
+        fingerprint: str,
+        digests: np.ndarray,
+        params: Mapping[str, np.ndarray],
+        metrics: Mapping[str, np.ndarray],
+        evaluator: str,
+        exact: bool,
+        eval_s: float,
+    ) -> np.ndarray:
+        """Store a batch of points that evaluated ok as one chunk, in one transaction; which rows were stored.
+
+        As in ``put_many``: a key already stored (by another run on this store meanwhile) keeps its first
+        result, a key twice in the batch keeps its first row, and a transient failure of the key is replaced."""
+        with self._transaction():
+            index = self.digest_index()
+            keep = index.find(digests) < -1
+            _, first = np.unique(digests, return_index=True)
+            keep &= np.isin(np.arange(len(digests)), first)
+            rows = np.flatnonzero(keep)
+            if len(rows) == 0:
+                return keep
+            if index.transient:
+                replaced = [key for key in hex_keys(digests[rows]) if key in index.transient]
+                self._db.executemany("DELETE FROM points WHERE key = ?", [(key,) for key in replaced])
+                index.transient.difference_update(replaced)
+            chunk_id = write_chunk(
+                self._db,
+                fingerprint,
+                self.next_seq(),
+                digests[rows],
+                {name: np.asarray(column)[rows] for name, column in params.items()},
+                {name: np.asarray(column)[rows] for name, column in metrics.items()},
+                evaluator,
+                exact,
+                eval_s,
+            )
+            index.add(digests[rows], (np.int64(chunk_id) << 32) | np.arange(len(rows), dtype=np.int64))
+            index.last_chunk = max(index.last_chunk, chunk_id)
+        return keep
+
+    def chunks(self, fingerprint: str | None = None) -> Iterator[Chunk]:
+        """The stored chunks (of one fingerprint when given) in ``seq`` order, decoded one at a time."""
+        return iter_chunks(self._db, fingerprint)
+
+    def chunk(self, chunk_id: int) -> Chunk | None:
+        """One chunk, decoded (the last few are kept: a stored chunk never changes)."""
+        if chunk_id not in self._decoded:
+            chunk = read_chunk(self._db, chunk_id)
+            if chunk is None:
+                return None
+            if len(self._decoded) >= DECODED_CHUNKS:
+                self._decoded.pop(next(iter(self._decoded)))
+            self._decoded[chunk_id] = chunk
+        return self._decoded[chunk_id]
+
+    def _key_of(self, point_id: str) -> str | None:
+        """The full key of a point_id (or of a full key) in either table, without decoding a chunk."""
+        if len(point_id) > POINT_ID_LENGTH:
+            return point_id
+        row = self._db.execute("SELECT key FROM points WHERE point_id = ?", (point_id,)).fetchone()
+        if row is not None:
+            return row[0]
+        if not self.has_chunks() or len(point_id) < POINT_ID_LENGTH:
+            return None
+        index = self.digest_index()
+        keys = index.keys_with_prefix(point_id)
+        return keys[0] if keys else None
 
     # -- frames --------------------------------------------------------------------
 
@@ -496,13 +530,8 @@ class Store:
         """Per-layer rows of one point (by point_id or full key); empty when none were stored."""
         import pandas as pd
 
-        row = self._db.execute(
-            "SELECT l.rows FROM layers l JOIN points p ON p.key = l.key WHERE p.point_id = ? OR p.key = ?",
-            (point_id, point_id),
-        ).fetchone()
-        if row is None:
-            return pd.DataFrame()
-        return pd.DataFrame(decode_layers(row[0]))
+        key = self._key_of(point_id)
+        return pd.DataFrame(self.layer_rows(key) if key is not None else [])
 
     def put_layers(self, key: str, rows: list[dict[str, Any]]) -> None:
         """Store the per-layer rows of a stored point that has none (an array-evaluated point the report
@@ -567,15 +596,15 @@ def _record_row(record: PointRecord, created: float) -> tuple[Any, ...]:
         record.point_id,
         record.seq,
         record.fingerprint,
-        json.dumps(record.params, default=_json_default),
-        json.dumps(record.metrics, default=_json_default),
+        json.dumps(record.params, default=json_default),
+        json.dumps(record.metrics, default=json_default),
         record.status,
         record.reason,
         record.eval_s,
         record.evaluator,
         int(record.exact),
         created,
-        None if record.solver is None else json.dumps(record.solver, default=_json_default),
+        None if record.solver is None else json.dumps(record.solver, default=json_default),
     )
 
 
@@ -594,3 +623,26 @@ def _record_from_row(row: Sequence[Any]) -> PointRecord:
         seq=seq,
         solver=None if solver is None else json.loads(solver),
     )
+
+
+def chunk_records(chunk: Chunk, rows: Sequence[int] | None = None) -> list[PointRecord]:
+    """A chunk's points (or the given rows) as the records a ``points`` row would give."""
+    rows = list(range(chunk.n) if rows is None else rows)
+    params = set(param_names(chunk.table))
+    taken = chunk.table.take(rows)
+    columns = {name: taken.column(name).to_pylist() for name in taken.column_names}
+    keys = hex_keys(chunk.digests[rows])
+    return [
+        PointRecord(
+            key=keys[j],
+            params={name: columns[name][j] for name in columns if name in params},
+            status="ok",
+            metrics={name: columns[name][j] for name in columns if name not in params},
+            eval_s=chunk.eval_s,
+            evaluator=chunk.evaluator,
+            exact=chunk.exact,
+            fingerprint=chunk.fingerprint,
+            seq=chunk.first_seq + i,
+        )
+        for j, i in enumerate(rows)
+    ]

@@ -46,12 +46,12 @@ LAYERS: list[tuple[str, int]] = [
     # sweep into the explorer -> the evaluator registry (it builds the surrogates' evaluators) and the peers'
     # adapters (they read the surrogates' measured datasets) -> the commands -> the command line (stdlib only).
     (
-        r"dse\.(spec|space|search|store|rundir|recover|objectives|pareto|executors|evaluator_options|choices|context|session"
-        r"|describe)(\..*)?$",
+        r"dse\.(spec|space|space_columns|search|store|store_errors|chunkstore|flat|array_executor|rundir|recover"
+        r"|objectives|pareto|executors|evaluator_options|choices|context|session|describe)(\..*)?$",
         6,
     ),
     (r"dse\.(report|compare|silicon|accelforge|export|hls4ml_project|schedule)(\..*)?$", 7),
-    (r"dse\.(explore|finish|runs)$", 8),
+    (r"dse\.(explore|sweep|column_sweep|finish|runs)$", 8),
     (r"surrogates\.cli$", 11),
     (r"surrogates\..*", 9),
     (r"dse\.(evaluators|peers)$", 10),

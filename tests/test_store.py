@@ -144,7 +144,7 @@ def test_failed_transaction_leaves_nothing(tmp_path):
 
 def test_worker_side_flattening_is_stored_as_is(tmp_path):
     """FlatMetricsEvaluator encodes layers in the worker; the store writes those bytes and reads them back."""
-    from dse.store import FlatMetricsEvaluator, decode_layers
+    from dse.flat import FlatMetricsEvaluator, decode_layers
     from hwmodels.base import LayerMetrics, Metrics
 
     def evaluator(point):
@@ -164,10 +164,11 @@ def test_worker_side_flattening_is_stored_as_is(tmp_path):
 
 
 def test_store_module_stays_light_for_pool_workers():
-    """Spawned workers import dse.store (FlatMetricsEvaluator); pandas and optuna would cost them a second each."""
+    """Spawned workers import dse.flat (FlatMetricsEvaluator); pandas and optuna would cost them a second each."""
     import subprocess
     import sys
 
-    code = "import sys, dse.store; print(sorted(m for m in ('pandas', 'optuna') if m in sys.modules))"
+    heavy = "('pandas', 'optuna', 'pyarrow', 'sqlite3')"
+    code = f"import sys, dse.flat; print(sorted(m for m in {heavy} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -19,9 +19,9 @@ from dse.evaluate import PointEvaluator
 from dse.evaluator_options import HybridOptions, SurrogateOptions
 from dse.executors import Outcome, SerialExecutor
 from dse.explore import Evaluation
+from dse.flat import FlatMetrics
 from dse.graph import Graph
 from dse.spec import Spec
-from dse.store import FlatMetrics
 from hwmodels.base import Metrics
 from surrogates.contract.features import supported_templates
 from surrogates.dataset import feature_set

@@ -30,9 +30,10 @@ from dse.evaluate import PointEvaluator
 from dse.evaluator_options import HybridOptions
 from dse.executors import Executor
 from dse.explore import Display, Sweep
+from dse.flat import FlatMetricsEvaluator
 from dse.objectives import meets_constraints
 from dse.search import Observation
-from dse.store import FlatMetricsEvaluator, PointRecord
+from dse.store import PointRecord
 from hwmodels.base import Metrics
 from surrogates.contract.features import CONTRACT_METRICS, ClosedForm, ContractRows
 from surrogates.contract.model import ContractSurrogate, contract_frame

@@ -1,0 +1,235 @@
+"""Columnar chunks of the result store: the array path's points, a few thousand to a row.
+
+A sweep that evaluates designs as arrays (``dse.column_sweep``) commits each batch as ONE row of the
+``chunks`` table: the batch's store keys (raw 32-byte sha256 digests, in row order) and an Arrow IPC
+stream of its columns (the params, then every flat metric). Nothing is held or decoded per point, so
+a million points are stored, looked up and read back at array speed, and the points are the same
+points a ``points`` row would hold: same key, same ``seq`` numbering (``first_seq + row``), same
+values. A chunk holds only points that evaluated ok; a point the array path refuses goes through the
+``points`` table with its message.
+
+``DigestIndex`` answers "is this key stored, and where" for a batch of keys with one sorted-array
+search; it is brought up to date inside the writing transaction, so two runs on one store never store
+a key twice.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+CHUNK_SCHEMA = """
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    first_seq INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    evaluator TEXT NOT NULL,
+    exact INTEGER NOT NULL,
+    eval_s REAL NOT NULL,
+    created REAL NOT NULL,
+    keys BLOB NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_fingerprint ON chunks (fingerprint, first_seq);
+"""
+DIGEST_BYTES = 32  # sha256
+IN_POINTS_TABLE = -1  # DigestIndex location of a key that lives in the ``points`` table
+# zstd: metric columns compress ~3x at a few hundred MB/s, so a million points is ~150 MB on disk
+PARAMS_METADATA = "dse.params"
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
+
+
+def digests_of(keys: Sequence[str]) -> np.ndarray:
+    """Hex store keys as an array of raw digests (numpy ``S32``, sortable and searchable)."""
+    return np.array([bytes.fromhex(k) for k in keys], dtype=f"S{DIGEST_BYTES}")
+
+
+def hex_keys(digests: np.ndarray) -> list[str]:
+    """The hex store keys of raw digests (``digests_of``'s inverse)."""
+    raw = np.ascontiguousarray(digests, dtype=f"S{DIGEST_BYTES}").tobytes()
+    return [raw[i : i + DIGEST_BYTES].hex() for i in range(0, len(raw), DIGEST_BYTES)]
+
+
+def encode_table(params: Mapping[str, np.ndarray], metrics: Mapping[str, np.ndarray]) -> bytes:
+    """A chunk's columns (the params, then the metrics) as a compressed Arrow IPC stream; the schema's
+    metadata names the params."""
+    columns = {**{name: pa.array(column) for name, column in params.items()}}
+    columns.update({name: pa.array(np.asarray(column, dtype=float)) for name, column in metrics.items()})
+    table = pa.table(columns).replace_schema_metadata({PARAMS_METADATA: json.dumps(list(params))})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def decode_table(blob: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+
+
+def param_names(table: pa.Table) -> list[str]:
+    """The params among a chunk table's columns (the rest are metrics)."""
+    return json.loads((table.schema.metadata or {}).get(PARAMS_METADATA.encode(), b"[]"))
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One stored chunk: its points' keys and columns, and what is common to its points."""
+
+    id: int
+    fingerprint: str
+    first_seq: int
+    evaluator: str
+    exact: bool
+    eval_s: float  # seconds per point
+    digests: np.ndarray
+    table: pa.Table
+
+    @property
+    def n(self) -> int:
+        return len(self.digests)
+
+
+def write_chunk(
+    db: sqlite3.Connection,
+    fingerprint: str,
+    first_seq: int,
+    digests: np.ndarray,
+    params: Mapping[str, np.ndarray],
+    metrics: Mapping[str, np.ndarray],
+    evaluator: str,
+    exact: bool,
+    eval_s: float,
+) -> int:
+    """Insert one chunk (inside the caller's transaction); its id."""
+    cursor = db.execute(
+        "INSERT INTO chunks (fingerprint, first_seq, n, evaluator, exact, eval_s, created, keys, data)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            fingerprint,
+            first_seq,
+            len(digests),
+            evaluator,
+            int(exact),
+            float(eval_s),
+            time.time(),
+            np.ascontiguousarray(digests, dtype=f"S{DIGEST_BYTES}").tobytes(),
+            encode_table(params, metrics),
+        ),
+    )
+    return int(cursor.lastrowid or 0)
+
+
+_CHUNK_COLUMNS = "id, fingerprint, first_seq, evaluator, exact, eval_s, keys, data"
+
+
+def _chunk(row: Sequence[Any]) -> Chunk:
+    chunk_id, fingerprint, first_seq, evaluator, exact, eval_s, keys, data = row
+    digests = np.frombuffer(keys, dtype=f"S{DIGEST_BYTES}")
+    return Chunk(chunk_id, fingerprint, first_seq, evaluator, bool(exact), eval_s, digests, decode_table(data))
+
+
+def read_chunk(db: sqlite3.Connection, chunk_id: int) -> Chunk | None:
+    row = db.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
+    return None if row is None else _chunk(row)
+
+
+def iter_chunks(db: sqlite3.Connection, fingerprint: str | None = None) -> Iterator[Chunk]:
+    """Every chunk (of one fingerprint when given), in ``seq`` order, one decoded at a time."""
+    where, args = ("", ()) if fingerprint is None else (" WHERE fingerprint = ?", (fingerprint,))
+    ids = [i for (i,) in db.execute(f"SELECT id FROM chunks{where} ORDER BY first_seq", args)]
+    for chunk_id in ids:
+        chunk = read_chunk(db, chunk_id)
+        if chunk is not None:
+            yield chunk
+
+
+def chunk_point_count(db: sqlite3.Connection, fingerprint: str | None = None) -> int:
+    where, args = ("", ()) if fingerprint is None else (" WHERE fingerprint = ?", (fingerprint,))
+    return int(db.execute(f"SELECT COALESCE(SUM(n), 0) FROM chunks{where}", args).fetchone()[0])
+
+
+def chunk_next_seq(db: sqlite3.Connection) -> int:
+    """One past the last ``seq`` a chunk holds (0 when there are none)."""
+    return int(db.execute("SELECT COALESCE(MAX(first_seq + n), 0) FROM chunks").fetchone()[0])
+
+
+@dataclass
+class DigestIndex:
+    """Every stored key of a store as a sorted digest array, each with its place: ``(chunk id << 32) | row``
+    for a chunk's point, ``IN_POINTS_TABLE`` for a ``points`` row. ``refresh`` reads only what was stored
+    since the last look (chunks by id, points by seq), so a sweep keeps it current at the cost of its own
+    writes. Keys of transient failures are left out: such a point is evaluated again, and its row replaced."""
+
+    digests: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=f"S{DIGEST_BYTES}"))
+    places: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    transient: set[str] = field(default_factory=set)
+    last_chunk: int = 0
+    last_seq: int = -1
+
+    def refresh(self, db: sqlite3.Connection, transient_reasons: Sequence[str]) -> None:
+        new_digests, new_places = [], []
+        for chunk_id, keys, n in db.execute(
+            "SELECT id, keys, n FROM chunks WHERE id > ? ORDER BY id", (self.last_chunk,)
+        ):
+            new_digests.append(np.frombuffer(keys, dtype=f"S{DIGEST_BYTES}"))
+            new_places.append((np.int64(chunk_id) << 32) | np.arange(n, dtype=np.int64))
+            self.last_chunk = max(self.last_chunk, chunk_id)
+        rows = db.execute("SELECT key, status, reason, seq FROM points WHERE seq > ?", (self.last_seq,)).fetchall()
+        kept = []
+        for key, status, reason, seq in rows:
+            self.last_seq = max(self.last_seq, seq)
+            if status == "failed" and (reason or "").startswith(tuple(transient_reasons)):
+                self.transient.add(key)
+            else:
+                self.transient.discard(key)
+                kept.append(key)
+        if kept:
+            new_digests.append(digests_of(kept))
+            new_places.append(np.full(len(kept), IN_POINTS_TABLE, dtype=np.int64))
+        if new_digests:
+            self.add(np.concatenate(new_digests), np.concatenate(new_places))
+
+    def add(self, digests: np.ndarray, places: np.ndarray) -> None:
+        """Merge keys in (kept sorted: one ``np.insert`` per batch, not a sort of the whole index)."""
+        order = np.argsort(digests, kind="stable")
+        digests, places = digests[order], places[order]
+        at = np.searchsorted(self.digests, digests)
+        self.digests = np.insert(self.digests, at, digests)
+        self.places = np.insert(self.places, at, places)
+
+    def find(self, digests: np.ndarray) -> np.ndarray:
+        """The place of each digest, or -2 where it is not stored."""
+        if len(self.digests) == 0:
+            return np.full(len(digests), -2, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.digests, digests), len(self.digests) - 1)
+        return np.where(self.digests[at] == digests, self.places[at], -2)
+
+    def _prefix_range(self, prefix: str) -> slice:
+        """The index rows whose hex key starts with ``prefix`` (a point_id, 12 hex digits)."""
+        raw = bytes.fromhex(prefix[: len(prefix) - len(prefix) % 2])
+        low, high = np.array([raw, raw + b"\xff" * (DIGEST_BYTES - len(raw))], dtype=f"S{DIGEST_BYTES}")
+        lo = int(np.searchsorted(self.digests, low))
+        hi = int(np.searchsorted(self.digests, high, side="right"))
+        matching = [i for i, key in enumerate(hex_keys(self.digests[lo:hi])) if key.startswith(prefix)]
+        return slice(lo + matching[0], lo + matching[-1] + 1) if matching else slice(0, 0)
+
+    def with_prefix(self, prefix: str) -> list[int]:
+        """Places of the keys that start with a hex ``prefix`` (a point_id)."""
+        return [int(p) for p in self.places[self._prefix_range(prefix)]]
+
+    def keys_with_prefix(self, prefix: str) -> list[str]:
+        """The hex keys that start with ``prefix``."""
+        return hex_keys(self.digests[self._prefix_range(prefix)])
+
+
+def place_chunk(place: int) -> tuple[int, int]:
+    """(chunk id, row) of a chunk place."""
+    return int(place) >> 32, int(place) & 0xFFFFFFFF
