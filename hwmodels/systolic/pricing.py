@@ -238,6 +238,9 @@ def pe_storage_pj_per_mac(dataflow, word_bytes, acc_bytes, e: dict, reuse=None):
     return float(out) if np.ndim(out) == 0 else out
 
 
+# The PE-register actions ``pe_storage_pj_per_mac`` reads (pJ per byte)
+PE_ACTIONS = (*(f"pe_{rw}_{role}" for role in PE_ROLES for rw in ("read", "write")), "pe_forward")
+
 # Row-fold groups a PE scratchpad may cover (``pe_reuse`` tries each, and the two splits that fill one side first)
 _GROUPS = 2 ** np.arange(13.0)
 
@@ -415,13 +418,12 @@ def tech_constants(tech: str, precision: str) -> tuple:
 def pe_action_columns(tech: tuple[np.ndarray, list[str]], precision: tuple[np.ndarray, list[str]]) -> dict:
     """The PE-register actions (pJ per byte) of each design, as columns (``pe_storage_pj_per_mac``'s ``e``)."""
     (t_codes, t_names), (p_codes, p_names) = tech, precision
-    keys = [f"pe_{rw}_{role}" for role in PE_ROLES for rw in ("read", "write")] + ["pe_forward"]
     table = np.array(
-        [[action_prices(t, PRECISIONS[p], number_format(p))[k] for k in keys] for t in t_names for p in p_names],
+        [[action_prices(t, PRECISIONS[p], number_format(p))[k] for k in PE_ACTIONS] for t in t_names for p in p_names],
         dtype=float,
     )
     rows = table[t_codes * len(p_names) + p_codes]
-    return {k: rows[:, i] for i, k in enumerate(keys)}
+    return {k: rows[:, i] for i, k in enumerate(PE_ACTIONS)}
 
 
 def sram_pj_per_byte(tech: tuple[np.ndarray, list[str]], kib: np.ndarray, role: str = "ifmap") -> np.ndarray:
