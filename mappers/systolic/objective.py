@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from hwmodels.systolic.compute import LoweredGemm
-from hwmodels.systolic.pricing import array_sram_share, design_prices
+from hwmodels.systolic.pricing import Prices, array_sram_share, design_prices, pe_words
 from mappers.base import MappingError
 from mappers.systolic.nest import ROLE_OUTPUT
 from templates.systolic import SystolicArch
@@ -55,12 +55,15 @@ def cost_model(arch: SystolicArch, objective: str) -> CostModel:
     )
 
 
-def unit_cost_model(model: CostModel, arch: SystolicArch, gemm: LoweredGemm | None) -> CostModel:
-    """``model`` for one unit: under the energy objective, its array-side SRAM bytes priced after the PE
-    scratchpads' reuse on the unit's GEMM (``array_sram_share``, the model's own formula); else ``model``."""
-    if model.objective != "energy" or gemm is None:
-        return model
-    share = array_sram_share(gemm, arch, design_prices(arch))
+def reuse_priced(model: CostModel, arch: SystolicArch) -> bool:
+    """Whether ``model`` differs from unit to unit (``unit_cost_model``): the energy objective on PE scratchpads."""
+    return model.objective == "energy" and any(words != 1 for words in pe_words(arch).values())
+
+
+def unit_cost_model(model: CostModel, arch: SystolicArch, gemm: LoweredGemm | None, prices: Prices) -> CostModel:
+    """``model`` for one unit: its array-side SRAM bytes priced after the PE scratchpads' reuse on the unit's GEMM
+    (``array_sram_share``, the model's own formula; ``prices``: ``design_prices(arch)``)."""
+    share = 1.0 if gemm is None else array_sram_share(gemm, arch, prices)
     return model if share == 1.0 else replace(model, array_sram_share=share)
 
 
