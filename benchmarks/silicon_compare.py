@@ -56,6 +56,12 @@ def print_row(row: SiliconRow) -> None:
             f"          block {blocks}: ours {ours:.3g} mm^2, published {published:.3g} mm^2 "
             f"({ours / published - 1:+.0%})"
         )
+    if len(row.blocks) > 1:
+        ours, published = row.blocks_together
+        print(
+            f"          like for like, the blocks above together: ours {ours:.3g} mm^2, published "
+            f"{published:.3g} mm^2, error {_err(ours / published - 1)}"
+        )
     if chip.power_w is not None:
         rate = " over the model's latency"
         if chip.rate_ips is not None:

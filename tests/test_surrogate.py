@@ -305,15 +305,18 @@ def test_design_level_model_batch_path_matches_the_dataset_path(dataset: pd.Data
         SurrogateModel.fit(train_part, kind, level="layer")
 
 
-@pytest.mark.parametrize("scratchpad", ["split", "unified"])
+@pytest.mark.parametrize("scratchpad", ["split", "unified", "pe"])
 def test_closed_form_baseline_matches_the_systolic_model_per_op(scratchpad):
     """``pair_costs`` (the surrogates' baseline) against the full model, op by op, shared DRAM: exact
-    cycles and energy wherever it is not marked approximate, and close where it is; for split SRAMs and
-    for a unified scratchpad (whose banks are priced differently: one price function serves both)."""
+    cycles and energy wherever it is not marked approximate, and close where it is; for split SRAMs, for
+    a unified scratchpad (whose banks are priced differently: one price function serves both) and for
+    per-PE scratchpads next to registers (their reuse follows each GEMM's folds and conv window)."""
     graph = build("resnet18")
     ops = feat.op_table(graph)
-    if scratchpad == "split":
+    if scratchpad in ("split", "pe"):
         sizes = [{"ifmap_sram_kib": 64, "filter_sram_kib": f, "ofmap_sram_kib": 32} for f in (64, 512)]
+        if scratchpad == "pe":
+            sizes[0].update(pe_weight_words=16, pe_input_words=12, pe_psum_words=24)
     else:
         sizes = [{"scratchpad": "unified", "sram_kib": kib} for kib in (160, 608)]
     points = [

@@ -6,6 +6,15 @@ import numpy as np
 import pytest
 
 from dse.graph import GraphBuilder
+from hwmodels.systolic.compute import folds, spatial_dims
+from hwmodels.systolic.pricing import (
+    TILED_ROLES,
+    conv_window,
+    design_prices,
+    fold_streams,
+    tiled_array_energy_pj,
+    tiled_sram_energy_pj,
+)
 from mappers.base import MappingError
 from mappers.systolic.check import replay_operand
 from mappers.systolic.fold import SystolicFoldMapper, lower_op
@@ -19,6 +28,7 @@ from mappers.systolic.nest import (
     target_of,
 )
 from mappers.systolic.objective import CostModel, mode_cost, mode_traffic
+from mappers.systolic.problem import build_problem
 from mappers.systolic.tiling import (
     CYCLE_SLACK,
     _expand,
@@ -257,3 +267,31 @@ def test_a_new_scratchpad_size_reuses_the_grid_and_the_cycles():
     clear_candidate_cache()
     cold = candidates_for(graph, unit, target_of(arch(ifmap_sram_kib=32.0)))
     assert np.array_equal(cold.footprint, bigger.footprint) and cold.orders == bigger.orders
+
+
+def test_energy_objective_prices_array_sram_after_the_pe_scratchpads_reuse():
+    """Under the energy objective a unit's array-side SRAM bytes are priced as the model prices them after its
+    PE scratchpads' reuse (``array_sram_share``); with one register per operand nothing changes."""
+    graph = graph_of("conv")
+    flat, deep = arch(dataflow="ws"), arch(dataflow="ws", pe_weight_words=16, pe_input_words=4)
+    assert build_problem(graph, flat, "energy").cands[0].array_sram_share == 1.0
+    problem = build_problem(graph, deep, "energy")
+    cands = problem.cands[0]
+    gemm = lower_op(graph.op("op"))
+    streams = fold_streams(gemm, deep)
+    sr, sc, _ = spatial_dims(gemm, "ws")
+    prices = design_prices(deep)
+    no_fills = dict.fromkeys(TILED_ROLES, 0.0)
+    sram, _ = tiled_array_energy_pj(1.0, streams, folds(sr, sc, 8, 8), no_fills, 1, prices, "ws", conv_window(gemm))
+    want = sram / tiled_sram_energy_pj(1.0, streams, no_fills, prices)
+    assert cands.array_sram_share == pytest.approx(want, rel=1e-12) and want < 0.9
+    mode = (False,) * len(cands.roles)
+    scored = cands.costs(problem.target, problem.model, mode, 0)
+    plain = mode_cost(
+        mode_traffic(cands.traffic, cands.psum_reads, cands.roles, mode, 0),
+        cands.cycles,
+        cands.sram_words,
+        problem.target.word_bytes,
+        problem.model,
+    )
+    assert problem.model.array_sram_share == 1.0 and (scored <= plain).all() and (scored < plain).any()

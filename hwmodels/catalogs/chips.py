@@ -144,18 +144,28 @@ CHIPS: dict[str, PublishedChip] = {
             "different operating point from the one the paper measured",
         ),
         blocks_mm2={
-            "sram": _tpu_share(0.37, "data buffers (Unified Buffer 29 %, accumulators 6 %, weight FIFO)"),
-            "pe_array+vector": _tpu_share(0.30, "compute (matrix multiply unit 24 %, activation pipeline 6 %)"),
+            "sram": _tpu_share(
+                0.35,
+                "Unified Buffer 29 % + accumulators 6 % (the weight FIFO, the rest of the 37 % data buffers, "
+                "has no model)",
+            ),
+            "pe_array": _tpu_share(0.24, "matrix multiply unit 24 %"),
+            "vector": _tpu_share(0.06, "activation pipeline (compute 30 % less the matrix unit's 24 %)"),
         },
         misses={
             "area": (
-                "the buffers agree (block sram); the compute block is short. The matrix unit (24 % of <= 331 mm^2) "
-                "is <= 1212 um^2 a MAC; the model's PE is Han & Dally's 45 nm cells scaled to 28 nm by Stillmaker "
-                "& Baas over the placement density measured on TPU v4i's 7 nm matrix unit (LOGIC_UTILIZATION): "
-                "either TPU v1 (closed at 700 MHz in 2015) placed its array less densely than TPU v4i, or 28 nm "
-                "cells are larger than the scaled ones; one density for every node cannot tell which. Each TPU v1 "
-                "MAC also double-buffers its weight (a second register the template's one register per operand "
-                "leaves out), and the activation pipeline (6 %) is priced as the vector lanes' adders only"
+                "like for like, the buffers agree (block sram) and the compute blocks are short: the die's control, "
+                "I/O and wiring are priced as this floor plan's own shares (DIE_OVERHEAD), so the die error repeats "
+                "the three blocks' together. The matrix unit (24 % of <= 331 mm^2) is <= 1212 um^2 a MAC against "
+                "the model's 555 um^2 placed: Han & Dally's 45 nm cells scaled to 28 nm by Stillmaker & Baas over "
+                "the placement density measured on TPU v4i's 7 nm matrix unit (LOGIC_UTILIZATION); either TPU v1 "
+                "(closed at 700 MHz in 2015) placed its array less densely than TPU v4i, or 28 nm cells are larger "
+                "than the scaled ones, and one density for every node cannot tell which. Each TPU v1 MAC also "
+                "double-buffers its weight (Section 2: the matrix unit holds one 64 KiB tile of weights plus one "
+                "for double-buffering), a second 8-bit register and 2:1 multiplexer the template leaves out "
+                "(44.5 um^2 placed a PE at 28 nm, +2.9 mm^2 over 65536 PEs: too little to close the gap). The "
+                "activation pipeline (ReLU, sigmoid, tanh, pooling and normalisation over 256 lanes) is priced as "
+                "the vector lanes' adders only"
             ),
         },
     ),
@@ -230,9 +240,14 @@ CHIPS: dict[str, PublishedChip] = {
             "area": (
                 "Simba's buffers are distributed: each of the 16 PEs has its own 32 KB weight, 8 KB input and 3 KB "
                 "accumulation buffers (plus the global PE's 64 KB), 49 macros where the template builds three "
-                "SRAMs of two banks, so the periphery of the smaller macros is missing; the network-on-package "
+                "SRAMs of two banks; priced one by one (TechNode.sram_area_mm2, CACTI 7's bitcell shares) the 49 "
+                "macros take 1.92 mm^2 against the template's 1.75, so their periphery explains about 4 points of "
+                "the gap and the rest is logic: 6 mm^2 less 1.92 leaves about 4 mm^2 for 1,024 MACs with their vector "
+                "datapaths, address generators, post-processing units and routers, where the model places 0.29 "
+                "mm^2 of PE array (plus its die overheads); the network-on-package "
                 "routers and ground-referenced-signalling transceivers are priced by TPU v1's I/O share, the "
-                "RISC-V controller has no area, and the 6 mm^2 itself is UNVERIFIED"
+                "RISC-V controller has no area, and the 6 mm^2 itself is UNVERIFIED. No published split of the "
+                "chiplet's area by block was traced, so no block is compared like for like"
             ),
         },
         not_comparable={
@@ -270,7 +285,8 @@ CHIPS: dict[str, PublishedChip] = {
             "area": (
                 "Samsung 8 nm is priced with the catalog's 7 nm node, whose bitcell and logic are denser; the "
                 "NPU's zero-skipping dispatch (its butterfly structure), 16-bit MAC support and the two cores' "
-                "separate control and DMA have no area in the dense int8 array; the 5.5 mm^2 itself is UNVERIFIED"
+                "separate control and DMA have no area in the dense int8 array; the 5.5 mm^2 itself is UNVERIFIED. No "
+                "published split of the NPU's area by block was traced, so no block is compared like for like"
             ),
         },
         not_comparable={

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 
 from dse.graph import Op
 from hwmodels.base import LayerMetrics, Metrics, design_figures, graph_batch
-from hwmodels.systolic.compute import LoweredGemm, array_sram_reads, array_writes, compute_cycles, folds, spatial_dims
+from hwmodels.systolic.compute import LoweredGemm, compute_cycles, folds, spatial_dims
 from hwmodels.systolic.cost import gemm_cost, vector_op_cost
 from hwmodels.systolic.pricing import (
     TILED_ROLES,
     Prices,
     conv_window,
     design_prices,
+    fold_streams,
     gemm_energy_pj,
     tiled_array_energy_pj,
     vector_energy_pj,
@@ -431,14 +432,3 @@ def _tiled_core(op: Op, om: OpMapping, plan: TiledPlan, arch: SystolicArch, pric
         tuple(breakdown.items()),
         tuple(extra.items()),
     )
-
-
-def fold_streams(gemm: LoweredGemm, arch: SystolicArch) -> tuple[float, float, float]:
-    """(ifmap reads, filter reads, ofmap writes) the array makes of its SRAMs over the whole GEMM, in words, as
-    the fold model counts them: a tiled op's tiles split the same folds, so these are its streams too."""
-    df = arch.dataflow
-    sr, sc, t = spatial_dims(gemm, df)
-    rf, cf = folds(sr, sc, arch.rows, arch.cols)
-    sram_if, sram_f = array_sram_reads(df, sr, sc, t, rf, cf)
-    n = gemm.count
-    return n * float(sram_if), n * float(sram_f), n * float(array_writes(gemm.M, gemm.N, rf, df))

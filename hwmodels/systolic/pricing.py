@@ -29,6 +29,7 @@ import numpy as np
 
 from hwmodels.catalogs.actions import PE_ROLES, REQUIRED_ACTIONS, action_table, area_node, register_write_pj_per_bit
 from hwmodels.catalogs.tech import DIE_OVERHEAD, LOGIC_UTILIZATION, TechNode, dram_energy_pj, get_tech
+from hwmodels.systolic.compute import LoweredGemm, array_sram_reads, array_writes, folds, spatial_dims
 from hwmodels.systolic.cost import GemmCost
 from hwmodels.systolic.sparse import sparse_area_fraction
 from templates.systolic import PRECISIONS, SystolicArch
@@ -237,6 +238,9 @@ def pe_storage_pj_per_mac(dataflow, word_bytes, acc_bytes, e: dict, reuse=None):
     return float(out) if np.ndim(out) == 0 else out
 
 
+# The PE-register actions ``pe_storage_pj_per_mac`` reads (pJ per byte)
+PE_ACTIONS = (*(f"pe_{rw}_{role}" for role in PE_ROLES for rw in ("read", "write")), "pe_forward")
+
 # Row-fold groups a PE scratchpad may cover (``pe_reuse`` tries each, and the two splits that fill one side first)
 _GROUPS = 2 ** np.arange(13.0)
 
@@ -414,13 +418,12 @@ def tech_constants(tech: str, precision: str) -> tuple:
 def pe_action_columns(tech: tuple[np.ndarray, list[str]], precision: tuple[np.ndarray, list[str]]) -> dict:
     """The PE-register actions (pJ per byte) of each design, as columns (``pe_storage_pj_per_mac``'s ``e``)."""
     (t_codes, t_names), (p_codes, p_names) = tech, precision
-    keys = [f"pe_{rw}_{role}" for role in PE_ROLES for rw in ("read", "write")] + ["pe_forward"]
     table = np.array(
-        [[action_prices(t, PRECISIONS[p], number_format(p))[k] for k in keys] for t in t_names for p in p_names],
+        [[action_prices(t, PRECISIONS[p], number_format(p))[k] for k in PE_ACTIONS] for t in t_names for p in p_names],
         dtype=float,
     )
     rows = table[t_codes * len(p_names) + p_codes]
-    return {k: rows[:, i] for i, k in enumerate(keys)}
+    return {k: rows[:, i] for i, k in enumerate(PE_ACTIONS)}
 
 
 def sram_pj_per_byte(tech: tuple[np.ndarray, list[str]], kib: np.ndarray, role: str = "ifmap") -> np.ndarray:
@@ -541,6 +544,33 @@ def tiled_array_energy_pj(array_bytes, streams, folds, fills: dict, macs, prices
     sram = tiled_sram_energy_pj(array_bytes, streams, fills, prices, reuse.streams(*streams))
     pe = macs * pe_mac_pj(prices, dataflow, reuse) + stationary_words(dataflow, *streams) * prices.e_pe_per_load
     return sram, pe
+
+
+def fold_streams(gemm: LoweredGemm, arch: SystolicArch) -> tuple[float, float, float]:
+    """(ifmap reads, filter reads, ofmap writes) the array makes of its SRAMs over the whole GEMM, in words, as
+    the fold model counts them: a tiled op's tiles split the same folds, so these are its streams too."""
+    df = arch.dataflow
+    sr, sc, t = spatial_dims(gemm, df)
+    rf, cf = folds(sr, sc, arch.rows, arch.cols)
+    sram_if, sram_f = array_sram_reads(df, sr, sc, t, rf, cf)
+    n = gemm.count
+    return n * float(sram_if), n * float(sram_f), n * float(array_writes(gemm.M, gemm.N, rf, df))
+
+
+def array_sram_share(gemm: LoweredGemm, arch: SystolicArch, prices: Prices) -> float:
+    """Share of a tiled array op's array-side SRAM energy its PE scratchpads leave: ``pe_reuse`` over the whole
+    GEMM's folds, priced by ``tiled_sram_energy_pj`` as the model prices the op's tiles. The tiling mappers'
+    energy objective scales its array-side SRAM bytes by it. Exactly 1.0 with one register per operand."""
+    if all(words == 1 for words in prices.pe_words):
+        return 1.0
+    streams = fold_streams(gemm, arch)
+    sr, sc, _ = spatial_dims(gemm, arch.dataflow)
+    rf, cf = folds(sr, sc, arch.rows, arch.cols)
+    reuse = pe_reuse(arch.dataflow, rf, cf, prices.pe_words, streams, conv_window(gemm))
+    no_fills = dict.fromkeys(TILED_ROLES, 0.0)
+    plain = tiled_sram_energy_pj(1.0, streams, no_fills, prices)
+    left = tiled_sram_energy_pj(1.0, streams, no_fills, prices, reuse.streams(*streams))
+    return left / plain if plain > 0 else 1.0
 
 
 def vector_energy_pj(flops: int, read_bytes: float, write_bytes: float, prices: Prices) -> dict[str, float]:

@@ -67,7 +67,8 @@ class CpSatMapper:
     def map(self, graph: Graph, arch: SystolicArch) -> Mapping:
         problem = build_problem(graph, arch, self.objective)
         limits = (self.time_limit_s, self.wall_time_limit_s)
-        key = (graph_fingerprint(problem.graph), problem.target, problem.model, limits, self.workers)
+        shares = tuple(c.array_sram_share for c in problem.cands)
+        key = (graph_fingerprint(problem.graph), problem.target, problem.model, shares, limits, self.workers)
         schedule = _schedule_cache.get(key) if self.use_cache else None
         if schedule is None:
             schedule = solve(problem, self.time_limit_s, self.workers, self.wall_time_limit_s or None)

@@ -4,11 +4,12 @@ in one residency mode of its operands."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from hwmodels.systolic.pricing import design_prices
+from hwmodels.systolic.compute import LoweredGemm
+from hwmodels.systolic.pricing import Prices, array_sram_share, design_prices, pe_words
 from mappers.base import MappingError
 from mappers.systolic.nest import ROLE_OUTPUT
 from templates.systolic import SystolicArch
@@ -22,7 +23,9 @@ class CostModel:
 
     Latency per unit is max(compute cycles, DRAM bytes / bytes per cycle) (double-buffered tiles
     overlap transfers with compute); energy is DRAM + SRAM bytes at catalog prices plus leakage over
-    that latency (MAC energy is the same for every schedule and left out).
+    that latency (MAC energy is the same for every schedule and left out). ``array_sram_share`` is what one
+    unit's PE scratchpads leave of its array-side SRAM energy (``unit_cost_model``; 1 with registers only); the
+    PE storage energy they add is the same for every schedule of the unit and left out, as the MACs are.
     """
 
     objective: str = "dram"
@@ -30,6 +33,7 @@ class CostModel:
     dram_pj_per_byte: float = 0.0
     sram_pj_per_byte: float = 0.0
     leakage_pj_per_cycle: float = 0.0
+    array_sram_share: float = 1.0
 
 
 def cost_model(arch: SystolicArch, objective: str) -> CostModel:
@@ -49,6 +53,18 @@ def cost_model(arch: SystolicArch, objective: str) -> CostModel:
         sram_pj_per_byte=prices.e_sram["ifmap"],
         leakage_pj_per_cycle=prices.leakage_pj_per_cycle,
     )
+
+
+def reuse_priced(model: CostModel, arch: SystolicArch) -> bool:
+    """Whether ``model`` differs from unit to unit (``unit_cost_model``): the energy objective on PE scratchpads."""
+    return model.objective == "energy" and any(words != 1 for words in pe_words(arch).values())
+
+
+def unit_cost_model(model: CostModel, arch: SystolicArch, gemm: LoweredGemm | None, prices: Prices) -> CostModel:
+    """``model`` for one unit: its array-side SRAM bytes priced after the PE scratchpads' reuse on the unit's GEMM
+    (``array_sram_share``, the model's own formula; ``prices``: ``design_prices(arch)``)."""
+    share = 1.0 if gemm is None else array_sram_share(gemm, arch, prices)
+    return model if share == 1.0 else replace(model, array_sram_share=share)
 
 
 def mode_traffic(
@@ -83,7 +99,7 @@ def mode_cost(
         return latency.astype(np.int64)
     energy = (
         traffic * model.dram_pj_per_byte
-        + (sram_words * word_bytes + traffic) * model.sram_pj_per_byte
+        + (sram_words * word_bytes * model.array_sram_share + traffic) * model.sram_pj_per_byte
         + latency * model.leakage_pj_per_cycle
     )
     return np.round(energy).astype(np.int64)

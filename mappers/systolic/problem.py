@@ -9,13 +9,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dse.graph import Graph, OpKind
+from hwmodels.systolic.compute import LoweredGemm
+from hwmodels.systolic.pricing import design_prices
 from hwmodels.systolic.reshape import reshape_for_array
 from hwmodels.systolic.sparse import sparse_lowering
 from mappers.base import Buffer, Mapping, MappingError, OpMapping
 from mappers.payloads import OperandTraffic, TiledPlan
 from mappers.systolic.fold import lower_op
 from mappers.systolic.nest import ROLE_OUTPUT, ROLE_WEIGHT, TileTarget, Unit, build_units, larger_memory_hint, target_of
-from mappers.systolic.objective import CostModel, cost_model, mode_cost
+from mappers.systolic.objective import CostModel, cost_model, mode_cost, reuse_priced, unit_cost_model
 from mappers.systolic.tiling import Candidates, candidates_for, has_tile_buffer, staged_operands
 from templates.systolic import SystolicArch
 
@@ -119,7 +121,11 @@ def build_problem(graph: Graph, arch: SystolicArch, objective: str = "dram") -> 
     target = target_of(arch)
     model = cost_model(arch, objective)
     units = build_units(graph)
-    cands = [candidates_for(graph, u, target, model) for u in units]
+    models = [model] * len(units)
+    if reuse_priced(model, arch):
+        prices = design_prices(arch)
+        models = [unit_cost_model(model, arch, unit_gemm(graph, u), prices) for u in units]
+    cands = [candidates_for(graph, u, target, m) for u, m in zip(units, models)]
     producer = {u.output: i for i, u in enumerate(units)}
     consumers: dict[str, list[int]] = {}
     for i, u in enumerate(units):
@@ -141,6 +147,12 @@ def build_problem(graph: Graph, arch: SystolicArch, objective: str = "dram") -> 
     problem = Problem(graph, arch, target, model, units, cands, eligible, producer, consumers, preds, succs)
     _check_stageable(problem)
     return problem
+
+
+def unit_gemm(graph: Graph, unit: Unit) -> LoweredGemm | None:
+    """The GEMM a unit runs on the array (its head op lowered), None for a vector unit."""
+    head = graph.op(unit.name)
+    return lower_op(head) if head.kind in (OpKind.CONV, OpKind.MATMUL) else None
 
 
 def refuse_sparse_execution(graph: Graph, arch: SystolicArch) -> None:

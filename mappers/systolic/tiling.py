@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -92,6 +92,7 @@ class Candidates:
     psum_reads: np.ndarray  # [n]
     cycles: np.ndarray  # [n] compute cycles, all tiles
     sram_words: np.ndarray  # [n] array-side SRAM accesses (reads + ofmap writes), words
+    array_sram_share: float = 1.0  # the unit's ``CostModel.array_sram_share`` (PE scratchpad reuse)
 
     def __len__(self) -> int:
         return int(self.tiles.shape[0])
@@ -112,6 +113,8 @@ class Candidates:
 
     def costs(self, target: TileTarget, model: CostModel, resident: tuple[bool, ...], output_bytes: int) -> np.ndarray:
         traffic = mode_traffic(self.traffic, self.psum_reads, self.roles, resident, output_bytes)
+        if model.array_sram_share != self.array_sram_share:  # the problem's model, priced as this unit's
+            model = replace(model, array_sram_share=self.array_sram_share)
         return mode_cost(traffic, self.cycles, self.sram_words, target.word_bytes, model)
 
 
@@ -532,6 +535,7 @@ def candidates_for(graph: Graph, unit: Unit, target: TileTarget, model: CostMode
         psum_reads=cached.psum_reads,
         cycles=cached.cycles,
         sram_words=cached.sram_words,
+        array_sram_share=model.array_sram_share,
     )
 
 

@@ -18,10 +18,10 @@ import numpy as np
 
 from hwmodels.systolic.batch import gemm_cost_arrays
 from hwmodels.systolic.cost import vector_busy_cycles
-from hwmodels.systolic.pricing import stationary_words
+from hwmodels.systolic.pricing import PE_ACTIONS, conv_window, pe_reuse, pe_storage_pj_per_mac, stationary_words
 from surrogates.systolic.tables import ARCH_FEATURES, DATAFLOWS, ArchTable, OpTable
 from surrogates.systolic.user_mode_closed_form import USER_MODE_DATAFLOWS, user_mode_pair_costs
-from templates.systolic import DRAM_MODES
+from templates.systolic import DRAM_MODES, PE_SCRATCHPADS
 
 # raw per-pair figures of the closed-form baseline (``pair_costs``): stored in datasets next to the
 # features, summed per design by the design-level surrogate
@@ -91,6 +91,8 @@ def pair_costs(ops: OpTable, archs: ArchTable, totals: bool = False) -> dict[str
             if mode == "per_operand" and df in USER_MODE_DATAFLOWS:  # SCALE-Sim USER's walk (user_mode_closed_form)
                 user = ("_rows", "_cols", "_ifmap_words", "_filter_words", "_words_per_cycle")
                 c = user_mode_pair_costs(c, ops.gemms, df, *(a[name][rows] for name in user))
+            array = (c["ifmap_sram_reads"], c["filter_sram_reads"], c["ofmap_sram_writes"])
+            reused, pe_mac = scratchpad_reuse(a, rows, df, c, ops)
             emit(
                 rows,
                 cols,
@@ -103,15 +105,12 @@ def pair_costs(ops: OpTable, archs: ArchTable, totals: bool = False) -> dict[str
                 },
                 [
                     (design["_e_mac"], np.broadcast_to(macs, c["cycles"].shape)),
-                    (design["_e_sram_if"], c["ifmap_sram_reads"] + c["ifmap_dram_reads"]),
-                    (design["_e_sram_f"], c["filter_sram_reads"] + c["filter_dram_reads"]),
-                    (design["_e_sram_of"], c["ofmap_sram_writes"] + c["ofmap_dram_writes"]),
+                    (design["_e_sram_if"], reused[0] + c["ifmap_dram_reads"]),
+                    (design["_e_sram_f"], reused[1] + c["filter_dram_reads"]),
+                    (design["_e_sram_of"], reused[2] + c["ofmap_dram_writes"]),
                     (design["_e_dram"], c["ifmap_dram_reads"] + c["filter_dram_reads"] + c["ofmap_dram_writes"]),
-                    (design["_e_pe_mac"], np.broadcast_to(macs, c["cycles"].shape)),
-                    (
-                        design["_e_pe_load"],
-                        stationary_words(df, c["ifmap_sram_reads"], c["filter_sram_reads"], c["ofmap_sram_writes"]),
-                    ),
+                    pe_mac(design["_e_pe_mac"], np.broadcast_to(macs, c["cycles"].shape)),
+                    (design["_e_pe_load"], stationary_words(df, *array)),
                 ],
             )
     vector = np.flatnonzero(~o["_array"])
@@ -143,6 +142,23 @@ def pair_costs(ops: OpTable, archs: ArchTable, totals: bool = False) -> dict[str
             ],
         )
     return out
+
+
+def scratchpad_reuse(a: dict, rows: np.ndarray | slice, df: str, c: dict, ops: OpTable) -> tuple[tuple, Any]:
+    """The array's SRAM streams (ifmap reads, filter reads, ofmap writes) of each (design, GEMM) pair after its
+    PE scratchpads' reuse (``pe_reuse`` on the pair's folds and conv window), and a function giving the PE
+    storage charge (price, count) at that reuse (``pe_storage_pj_per_mac``): the model's formulas, as
+    ``gemm_energy_pj`` applies them. With one register per operand (every design here), the streams as they are."""
+    array = (c["ifmap_sram_reads"], c["filter_sram_reads"], c["ofmap_sram_writes"])
+    depths = tuple(a[f"_pe_{role}_words"][rows, None] for role in PE_SCRATCHPADS)
+    if all(np.all(d == 1) for d in depths):
+        return array, lambda price, macs: (price, macs)
+    window = tuple(np.array([conv_window(g)[i] for g in ops.gemms.lowered], dtype=float)[None, :] for i in range(3))
+    reuse = pe_reuse(df, c["row_folds"], c["col_folds"], depths, array, window)
+    actions = {k: a[f"_{k}"][rows, None] for k in PE_ACTIONS}
+    per_mac = pe_storage_pj_per_mac(df, a["_word_bytes"][rows, None], a["_acc_bytes"][rows, None], actions, reuse)
+    ones = np.ones(np.shape(a["_e_pe_mac"][rows]))
+    return reuse.streams(*array), lambda price, macs: (ones, per_mac * macs)
 
 
 def _block_index(rows: np.ndarray | slice, cols: np.ndarray) -> tuple:

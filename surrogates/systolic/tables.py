@@ -340,6 +340,9 @@ def arch_table(template_kind: str, points: Sequence[Mapping[str, Any]], fixed: M
         "_e_dram": e_dram * word_bytes,
         "_e_pe_mac": pe_storage_pj_per_mac(dataflow_names, word_bytes, acc_bytes, pe_actions),
         "_e_pe_load": pe_load_pj_per_word(dataflow_names, word_bytes, acc_bytes, pe_actions),
+        "_acc_bytes": acc_bytes,
+        **{f"_{action}": price for action, price in pe_actions.items()},  # for per-GEMM scratchpad reuse
+        **{f"_pe_{role}_words": words for role, words in depths.items()},
         "_leak_w_per_mm2": leak,
         "_word_bytes": word_bytes,
         "_mode": mode.astype(float),
