@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+
+from dse.chunkstore import DIGEST_BYTES, decode_table, hex_keys
 from dse.errors import UserError
 from dse.store import STORE_FILE, Store, StoreDamaged, check_run_directory
 
@@ -42,6 +46,7 @@ TABLES = {
         "created",
         "solver",
     ),
+    "chunks": ("id", "fingerprint", "first_seq", "n", "evaluator", "exact", "eval_s", "created", "keys", "data"),
     "layers": ("key", "rows"),
     "proposals": ("tag", "n", "key"),
     "synthesis": ("point_id", "backend", "report", "predicted", "created"),
@@ -124,6 +129,8 @@ def copy_readable(source: sqlite3.Connection, target: sqlite3.Connection) -> tup
         for row in readable_rows(source, table, selected):
             if table in TABLES_OF_POINTS and row[columns.index("key")] not in saved_keys:
                 continue
+            if table == "chunks" and not whole_chunk(row):  # damaged bytes that still parsed: lost
+                continue
             try:
                 target.execute(insert, row)
             except sqlite3.Error:  # a row that breaks the schema (damaged bytes that still parsed): not copied
@@ -131,9 +138,21 @@ def copy_readable(source: sqlite3.Connection, target: sqlite3.Connection) -> tup
             if table == "points":
                 saved_keys.add(row[0])
                 max_seq = max(max_seq, int(row[2]))
+            elif table == "chunks":
+                saved_keys.update(hex_keys(np.frombuffer(row[8], dtype=f"S{DIGEST_BYTES}")))
+                max_seq = max(max_seq, int(row[2]) + int(row[3]) - 1)
     target.execute("COMMIT")
     known = max(max_seq + 1, stored_point_count(source), len(saved_keys))
     return len(saved_keys), known - len(saved_keys)
+
+
+def whole_chunk(row: Sequence[Any]) -> bool:
+    """A chunk row whose keys and columns read back whole (its n keys, an Arrow stream of n rows)."""
+    try:
+        n, keys = int(row[3]), row[8]
+        return len(keys) == n * DIGEST_BYTES and decode_table(row[9]).num_rows == n
+    except (TypeError, ValueError, pa.ArrowException):
+        return False
 
 
 def source_columns(source: sqlite3.Connection, table: str) -> set[str] | None:
@@ -195,9 +214,14 @@ def highest_rowid(source: sqlite3.Connection, table: str) -> int:
 
 
 def stored_point_count(source: sqlite3.Connection) -> int:
-    """How many points the damaged store held, from its seq index when that survived (0 when not)."""
+    """How many points the damaged store held: its points by their seq index when that survived (0 when not),
+    plus its chunks' points."""
     try:
         (count,) = source.execute("SELECT COUNT(*) FROM points INDEXED BY points_seq WHERE seq >= 0").fetchone()
-        return int(count)
     except sqlite3.DatabaseError:
         return 0
+    try:
+        (chunked,) = source.execute("SELECT COALESCE(SUM(n), 0) FROM chunks").fetchone()
+    except sqlite3.DatabaseError:  # no chunks table (an older store), or a damaged one: the points alone
+        chunked = 0
+    return int(count) + int(chunked)
