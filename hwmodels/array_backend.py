@@ -61,7 +61,7 @@ class ArrayBackend:
 
     def _device(self) -> Any:
         if self.name == "cupy":
-            return importlib.import_module("cupy").cuda.Device(int(self.device or 0))
+            return int(self.device or 0)
         return self.device or "cpu"
 
 
