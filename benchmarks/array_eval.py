@@ -57,10 +57,15 @@ def main() -> None:
     parser.add_argument("--backend", choices=BACKENDS, default="numpy", help="array namespace of a second run")
     parser.add_argument("--device", default=None, help="its device (torch: cpu, cuda, cuda:1; cupy: 0, 1)")
     args = parser.parse_args()
+    from hwmodels.array_backend import array_backend  # the project after the arguments: --help stays quick
+
+    try:
+        backend = array_backend(args.backend, args.device)  # checked before the long numpy run
+    except ValueError as error:
+        parser.error(str(error))
 
     from dse.evaluate import PointEvaluator
     from dse.zoo import build
-    from hwmodels.array_backend import array_backend
     from hwmodels.systolic import arrays
     from hwmodels.systolic.arrays import SystolicArrayEvaluator
     from hwmodels.systolic.model import clear_layer_cache
@@ -95,7 +100,6 @@ def main() -> None:
 
     backend_line = ""
     if args.backend != "numpy":
-        backend = array_backend(args.backend, args.device)
         on_backend = SystolicArrayEvaluator(graph, fixed, chunk=args.chunk, backend=backend)
         on_backend.evaluate_points(points[:64])  # the namespace's import and first kernels, not the rate
         backend.synchronize()

@@ -43,6 +43,7 @@ def main() -> None:
     parser.add_argument("--check", type=int, default=65_536, help="designs compared with numpy (default 65,536)")
     parser.add_argument("--dataflow", choices=("ws", "os", "is"), default="ws")
     args = parser.parse_args()
+    args.check = min(args.check, args.designs, args.numpy_designs)
 
     from dse.zoo import build
     from hwmodels.array_backend import NUMPY, array_backend
@@ -52,7 +53,10 @@ def main() -> None:
     gemms = [lower_op(op) for op in build("resnet50").ops if op.kind in ARRAY_KINDS]
     shapes = GemmShapes.of(gemms, [True] * len(gemms))
     designs = random_designs(max(args.designs, args.numpy_designs, args.check))
-    backend = array_backend(args.backend, args.device)
+    try:
+        backend = array_backend(args.backend, args.device)
+    except ValueError as error:
+        parser.error(str(error))
 
     def run(on, n: int, keep: int = 0) -> tuple[float, dict[str, np.ndarray]]:  # noqa: ANN001
         """Seconds for ``n`` designs in chunks on ``on``; the figures of the first ``keep`` designs."""
