@@ -31,6 +31,10 @@ else
     echo "no .whl/ folder: ortools and array-api-compat must already be installed"
 fi
 export PYTHONPATH=/tmp/site:$PWD
+if ls .whl/*.whl >/dev/null 2>&1 && ! python3 -c "import ortools.sat.python.cp_model, array_api_compat" 2>/dev/null; then
+    echo "pip did not install the wheels: unpacking them into /tmp/site (a wheel is a zip of its files)"
+    python3 -c "import glob, zipfile; [zipfile.ZipFile(w).extractall('/tmp/site') for w in glob.glob('.whl/*.whl')]"
+fi
 
 part env 10 bash -c 'nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,memory.total --format=csv;
   python3 -c "import sys, numpy, torch; print(sys.version.split()[0], \"numpy\", numpy.__version__, \"torch\", torch.__version__, \"cuda\", torch.version.cuda, torch.cuda.get_device_name(0))";
