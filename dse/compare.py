@@ -39,6 +39,7 @@ from hwmodels.catalogs.gpu import NODES, UnknownGpuError, canonical_baseline_nam
 from hwmodels.catalogs.gpu_tuning import energy_source
 from hwmodels.fpga.model import FpgaDataflowModel
 from hwmodels.fpga.power import POWER_NOTE as FPGA_POWER_NOTE
+from hwmodels.gpu.calibrate_board import with_board_power
 from hwmodels.gpu.model import ENERGY_MEASURED_NOTE, ENERGY_NOTE
 from mappers.payloads import GpuKernel
 from templates.base import TemplateError
@@ -403,7 +404,7 @@ def compare_run(
         ("fig-compare-bars", comparison_bar_figure(summary)),
         ("fig-compare-roofline", roofline_figure(gpus, knee, knee_layers, kind)),
     ]
-    measured = [bool(b.arch.tuning.power) for b in gpus]
+    measured = [bool(with_board_power(b.arch).tuning.power) for b in gpus]
     energy = [ENERGY_NOTE] * (not measured or not all(measured)) + [ENERGY_MEASURED_NOTE] * any(measured)
     notes = [*notes, *energy, *calibration_notes(gpus)]
     if kind == FpgaDataflowModel.name:
@@ -419,7 +420,7 @@ def calibration_notes(baselines: Sequence[GpuBaseline]) -> list[str]:
     """Per GPU: calibrated on which measurements, or catalog-only; nodes say how they split the work."""
     notes = []
     for b in baselines:
-        line = f"{b.display}: {b.arch.calibration}; energy: {energy_source(b.arch.tuning)}"
+        line = f"{b.display}: {b.arch.calibration}; energy: {energy_source(with_board_power(b.arch).tuning)}"
         if b.arch.gpus > 1:
             line += (
                 f"; {b.arch.gpus} GPUs tensor-parallel (Megatron-style: one ring all-reduce per column/row matmul "

@@ -4,6 +4,7 @@ metric, the energy breakdown and the area breakdown of random designs over every
 
 from __future__ import annotations
 
+import pickle
 import random
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 
 from dse.graph import Graph
 from dse.zoo import build
+from hwmodels.array_backend import NUMPY, ArrayBackend, array_backend
 from hwmodels.systolic.arrays import DesignColumns, distinct_rows, evaluate_designs
 from hwmodels.systolic.batch import GemmShapes, gemm_cost_arrays
 from hwmodels.systolic.memory import epoch_words, filter_dram_reads
@@ -184,3 +186,33 @@ def test_distinct_rows_gives_each_row_back_and_no_row_twice():
     assert len(np.unique(table, axis=0)) == len(table) < 5000
     for j, column in enumerate(columns):
         assert np.array_equal(table[inverse, j], np.broadcast_to(column, (5000, 1))[:, 0])
+
+
+def test_torch_backend_gives_the_numpy_figures_on_every_dram_mode():
+    """The GEMM cost kernel on torch (the CPU build here; CUDA on a lent GPU) gives numpy's figures for every
+    metric of random designs over every axis, the SCALE-Sim replays of USER and CALC included."""
+    pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    graph = build("small_cnn")
+    archs = random_archs(30, seed=21, dram_modes=("shared",))
+    archs += random_archs(4, seed=22, dram_modes=("per_operand",)) + random_archs(4, seed=23, dram_modes=("unlimited",))
+    designs = DesignColumns.of(archs)
+    want = evaluate_designs(graph, designs)
+    got = evaluate_designs(graph, designs, backend=array_backend("torch", "cpu"))
+    for part in ("values", "energy_breakdown_pj", "area_breakdown_mm2"):
+        expected, have = getattr(want, part), getattr(got, part)
+        assert set(expected) == set(have)
+        for name, column in expected.items():
+            np.testing.assert_allclose(have[name], column, rtol=TOLERANCE, atol=0.0, err_msg=f"{part}.{name}")
+
+
+def test_array_backends_are_named_and_checked():
+    """numpy is the default and stays on the CPU; an unknown backend or a device numpy has not is one clear
+    error; a backend travels to workers by name (it pickles)."""
+    assert array_backend() is NUMPY and array_backend("numpy", "cpu").xp is np
+    with pytest.raises(ValueError, match="unknown array backend 'jax'"):
+        array_backend("jax")
+    with pytest.raises(ValueError, match="CPU only"):
+        array_backend("numpy", "cuda")
+    backend = ArrayBackend("torch", "cuda:1")
+    assert pickle.loads(pickle.dumps(backend)) == backend

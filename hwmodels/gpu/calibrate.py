@@ -29,9 +29,9 @@ from scipy.optimize import least_squares
 
 from hwmodels.catalogs.gpu import assumption
 from hwmodels.catalogs.gpu_tuning import GpuTuning
+from hwmodels.gpu.calibrate_rows import ELEMENTWISE_FLOPS, Measurement, operand_bytes
 from hwmodels.gpu.calibrate_rows import OP_KINDS as OP_KINDS
 from hwmodels.gpu.calibrate_rows import PLAIN_COLUMNS as PLAIN_COLUMNS
-from hwmodels.gpu.calibrate_rows import Measurement
 from hwmodels.gpu.calibrate_rows import read_llmcompass as read_llmcompass
 from hwmodels.gpu.calibrate_rows import read_measurements as read_measurements
 from hwmodels.gpu.calibrate_rows import write_measurements as write_measurements
@@ -44,7 +44,6 @@ LONG_ROW_CHOICES = (4096.0, 8192.0, 16384.0, 32768.0, 65536.0)  # bytes; the fit
 # robust loss on log errors: quadratic up to ~20 %, then linear, so one kernel the model does not describe
 # (a misaligned GEMM, a 3-channel conv) cannot drag every other row's constants
 LOSS, LOSS_SCALE = "soft_l1", 0.2
-ELEMENTWISE_FLOPS = {"softmax": 5.0, "layernorm": 8.0, "gelu": 8.0}  # per element, CUDA-core math
 # An eager row shows its kind's host cost only when its device time (starting constants) is at most this share
 # of what was measured; where every row of a kind is device-bound its host cost cannot be told from the device's.
 HOST_BOUND_SHARE = 0.5
@@ -67,25 +66,8 @@ def _gemm(m: Measurement, eb: int) -> Gemm:
     """The GEMM of a row. A conv whose im2col matrix (M x K) is larger than its input has a filter window
     (R*S > 1, what ``mappers.gpu`` marks a conv); a 1x1 conv reads its input as the A matrix: a plain GEMM."""
     a_im2col = float(m.M * m.K * eb * m.count)
-    windowed = m.op == "conv" and _operand_bytes(m, eb)[0] < a_im2col
+    windowed = m.op == "conv" and operand_bytes(m, eb)[0] < a_im2col
     return Gemm(m.M, m.N, m.K, m.count, conv=windowed)
-
-
-def _operand_bytes(m: Measurement, eb: int) -> tuple[float, float, float]:
-    """DRAM bytes of A, B, C. A conv reads its input tensor, not the R*S-times larger im2col matrix: its A is
-    the row's total traffic less weights and output (as ``mappers.gpu`` counts it), when the file says it."""
-    b, c = float(m.K * m.N * eb * m.count), float(m.M * m.N * eb * m.count)
-    if m.op == "conv" and m.traffic_bytes > b + c:
-        return m.traffic_bytes - b - c, b, c
-    return float(m.M * m.K * eb * m.count), b, c
-
-
-def row_work(m: Measurement, elem_bytes: int) -> tuple[float, float]:
-    """(useful flops, DRAM bytes) of one measured call, as the model counts them."""
-    if m.kind == "GEMM":
-        return 2.0 * m.M * m.N * m.K * m.count, sum(_operand_bytes(m, elem_bytes))
-    elements = float(m.M * m.N * m.count)
-    return ELEMENTWISE_FLOPS.get(m.op, 1.0) * elements, 2.0 * elements * elem_bytes
 
 
 @dataclass(frozen=True)
@@ -108,7 +90,7 @@ BEFORE_EFFECTS = RowEffects(warm_l2=False, alignment=False)
 
 def warm_in_l2(m: Measurement, arch: GpuArch) -> bool:
     """A GEMM row whose operands (A, B and C) together fit the GPU's L2: repeated calls keep them there."""
-    return m.kind == "GEMM" and sum(_operand_bytes(m, arch.elem_bytes)) <= arch.l2_mib * 2**20
+    return m.kind == "GEMM" and sum(operand_bytes(m, arch.elem_bytes)) <= arch.l2_mib * 2**20
 
 
 def warm_arch(m: Measurement, arch: GpuArch, warm_l2: bool = True) -> GpuArch:
@@ -126,7 +108,7 @@ def predict_seconds(m: Measurement, arch: GpuArch, tile: Tile | None = None, war
     arch = warm_arch(m, arch, warm_l2)
     eb = arch.elem_bytes
     if m.kind == "GEMM":
-        a, b, c = _operand_bytes(m, eb)
+        a, b, c = operand_bytes(m, eb)
         if tile is None:
             return best_tile(_gemm(m, eb), arch, a, b, c, 0.0)[1]
         return gemm_cost(_gemm(m, eb), tile, arch, a_dram_bytes=a, b_dram_bytes=b, c_dram_bytes=c).seconds
@@ -250,7 +232,7 @@ def stream_bound_rows(rows: Sequence[Measurement], arch: GpuArch, effects: RowEf
     for m in rows:
         if not (effects.warm_l2 and warm_in_l2(m, arch) and device_visible(m, arch)):
             continue
-        a, b, c = _operand_bytes(m, arch.elem_bytes)
+        a, b, c = operand_bytes(m, arch.elem_bytes)
         cost = gemm_cost(
             _gemm(m, arch.elem_bytes),
             _tile_for(m, arch),
@@ -380,7 +362,7 @@ def _fit_once(
 
 
 def _tile_for(m: Measurement, arch: GpuArch, warm_l2: bool = True) -> Tile:
-    a, b, c = _operand_bytes(m, arch.elem_bytes)
+    a, b, c = operand_bytes(m, arch.elem_bytes)
     return best_tile(_gemm(m, arch.elem_bytes), warm_arch(m, arch, warm_l2), a, b, c, 0.0)[0]
 
 

@@ -3,9 +3,10 @@
 Why: without a measurement the GPU model's energy is an estimate (a static share of TDP plus the rest by
 utilization, ``hwmodels.gpu.model.kernel_power_w``). ``tools/gpu_measure.py --power`` samples the board power
 (NVML) while each call runs back to back and writes it with the row (``power_w``, ``power_call_s``); here each
-kernel kind gets ``static_w + dynamic_w x activity`` by non-negative least squares, activity being the row's
-max(compute, DRAM) utilization at its time per call in that run (the same quantity the model scales with), so
-the fitted kind replaces the catalog estimate for that GPU (``GpuTuning.power``).
+kernel kind gets ``static_w + dynamic_w x activity`` by non-negative least squares
+(``calibrate_board.fit_line``), activity being the row's max(compute, DRAM) utilization at its time per call in
+that run (the same quantity the model scales with), so the fitted kind replaces the catalog estimate for that
+GPU (``GpuTuning.power``).
 """
 
 from __future__ import annotations
@@ -13,21 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import lsq_linear
 
 from hwmodels.catalogs.gpu_tuning import KernelPower
-from hwmodels.gpu.calibrate import KERNEL_OF, Measurement, row_work
-from hwmodels.gpu.cost import activity
+from hwmodels.gpu.calibrate import KERNEL_OF, Measurement
+from hwmodels.gpu.calibrate_board import fit_line
+from hwmodels.gpu.calibrate_board import row_activity as row_activity
 from templates.gpu import GpuArch
 
 MIN_ROWS = 2  # a line needs two points; a kind with fewer keeps the catalog estimate
-
-
-def row_activity(m: Measurement, arch: GpuArch) -> float:
-    """max(compute, DRAM) utilization of a row during its power run (its work over its time per call)."""
-    flops, dram_bytes = row_work(m, arch.elem_bytes)
-    peak = arch.peak_flops if m.kind == "GEMM" else arch.fp32_tflops * 1e12
-    return max(activity(flops, dram_bytes, m.power_call_s, arch, peak))
 
 
 def power_rows(rows: Sequence[Measurement]) -> list[Measurement]:
@@ -44,10 +38,7 @@ def fit_power(rows: Sequence[Measurement], arch: GpuArch) -> tuple[KernelPower, 
     for kind, pairs in sorted(points.items()):
         if len(pairs) < MIN_ROWS:
             continue
-        design = np.array([[1.0, a] for a, _ in pairs])
-        watts = np.array([w for _, w in pairs])
-        static, dynamic = lsq_linear(design, watts, bounds=(0.0, np.inf)).x
-        out.append(KernelPower(kind, float(static), float(dynamic), len(pairs)))
+        out.append(KernelPower(kind, *fit_line(pairs), len(pairs)))
     return tuple(out)
 
 

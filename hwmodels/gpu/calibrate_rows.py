@@ -18,6 +18,7 @@ from dse.files import atomic_write
 PLAIN_COLUMNS = ("gpu", "precision", "op", "M", "N", "K", "count", "latency_s", "method", "source", "name")
 # op as measured -> the report's op kind
 OP_KINDS = {"gemm": "GEMM", "conv": "GEMM", "softmax": "softmax", "layernorm": "layernorm", "gelu": "GELU"}
+ELEMENTWISE_FLOPS = {"softmax": 5.0, "layernorm": 8.0, "gelu": 8.0}  # per element, CUDA-core math
 LLMCOMPASS_FILES = {"matmul": "gemm", "softmax": "softmax", "layernorm": "layernorm", "gelu": "gelu"}
 
 
@@ -48,6 +49,23 @@ class Measurement:
     @property
     def eager(self) -> bool:
         return self.method.startswith("eager")
+
+
+def operand_bytes(m: Measurement, eb: int) -> tuple[float, float, float]:
+    """DRAM bytes of A, B, C. A conv reads its input tensor, not the R*S-times larger im2col matrix: its A is
+    the row's total traffic less weights and output (as ``mappers.gpu`` counts it), when the file says it."""
+    b, c = float(m.K * m.N * eb * m.count), float(m.M * m.N * eb * m.count)
+    if m.op == "conv" and m.traffic_bytes > b + c:
+        return m.traffic_bytes - b - c, b, c
+    return float(m.M * m.K * eb * m.count), b, c
+
+
+def row_work(m: Measurement, elem_bytes: int) -> tuple[float, float]:
+    """(useful flops, DRAM bytes) of one measured call, as the model counts them."""
+    if m.kind == "GEMM":
+        return 2.0 * m.M * m.N * m.K * m.count, sum(operand_bytes(m, elem_bytes))
+    elements = float(m.M * m.N * m.count)
+    return ELEMENTWISE_FLOPS.get(m.op, 1.0) * elements, 2.0 * elements * elem_bytes
 
 
 # ---------------------------------------------------------------------------------------------------

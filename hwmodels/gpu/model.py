@@ -27,6 +27,7 @@ from typing import Any
 
 from hwmodels.base import LayerMetrics, Metrics, design_figures, graph_batch
 from hwmodels.catalogs.gpu import assumption
+from hwmodels.gpu.calibrate_board import board_power_source, with_board_power
 from hwmodels.gpu.cost import (
     KernelCost,
     activity,
@@ -106,6 +107,7 @@ class GpuModel:
     name = "gpu_roofline"
 
     def evaluate(self, mapping: Mapping, arch: GpuArch) -> Metrics:
+        arch = with_board_power(arch)  # a GPU with a measured power CSV: its energy follows it
         clock_hz = arch.clock_mhz * 1e6
         layers: list[LayerMetrics] = []
         totals = {"static": 0.0, "compute": 0.0, "memory": 0.0}
@@ -230,6 +232,7 @@ class GpuModel:
             "gpus": arch.gpus,
             "notes": [
                 ENERGY_MEASURED_NOTE if arch.tuning.power else ENERGY_NOTE,
+                *([f"board power: {board_power_source(arch.gpu)}"] if board_power_source(arch.gpu) else []),
                 "elementwise ops after a GEMM run in its epilogue; softmax/layernorm are separate kernels",
                 f"{kernels} kernels x {arch.launch_us:.3g} us device fixed cost ({arch.execution} execution)",
                 f"tuning constants: {arch.calibration}",

@@ -28,6 +28,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from dse.graph import Graph
+from hwmodels.array_backend import NUMPY, ArrayBackend
 from hwmodels.base import graph_batch
 from hwmodels.systolic.batch import GemmShapes, gemm_cost_arrays
 from hwmodels.systolic.compute import LoweredGemm
@@ -94,8 +95,11 @@ class ArrayMetrics:
         return len(self.values["latency_cycles"])
 
 
-def evaluate_designs(graph: Graph, designs: DesignColumns, chunk: int = CHUNK_DESIGNS) -> ArrayMetrics:
-    """``SystolicModel().evaluate(SystolicFoldMapper().map(graph, arch), arch)`` for every design, at once."""
+def evaluate_designs(
+    graph: Graph, designs: DesignColumns, chunk: int = CHUNK_DESIGNS, backend: ArrayBackend = NUMPY
+) -> ArrayMetrics:
+    """``SystolicModel().evaluate(SystolicFoldMapper().map(graph, arch), arch)`` for every design, at once.
+    ``backend`` runs the GEMM cost kernel on another array namespace (``hwmodels.array_backend``)."""
     n = len(designs)
     values: dict[str, np.ndarray] = {}
     energy: dict[str, np.ndarray] = {}
@@ -104,7 +108,7 @@ def evaluate_designs(graph: Graph, designs: DesignColumns, chunk: int = CHUNK_DE
         mapped = _MappedGroup.of(graph, designs.arch(int(members[0])))
         for start in range(0, len(members), chunk):
             index = members[start : start + chunk]
-            got_values, got_energy, got_area = mapped.evaluate(designs, index)
+            got_values, got_energy, got_area = mapped.evaluate(designs, index, backend)
             for out, got in ((values, got_values), (energy, got_energy), (area, got_area)):
                 for name, column in got.items():
                     out.setdefault(name, np.zeros(n))[index] = column
@@ -217,7 +221,9 @@ class _MappedGroup:
             )
         return cls(arch, array, vector, graph_batch(mapping.graph))
 
-    def evaluate(self, designs: DesignColumns, index: np.ndarray) -> tuple[dict, dict, dict]:
+    def evaluate(
+        self, designs: DesignColumns, index: np.ndarray, backend: ArrayBackend = NUMPY
+    ) -> tuple[dict, dict, dict]:
         """(values, energy breakdown, area breakdown) of the designs at ``index`` (all of this group)."""
         numeric = {name: designs.columns[name][index][:, None] for name in NUMERIC_FIELDS}
         arch = designs.arch(int(index[0]), numeric)  # the group's fields, the designs' numbers as (N, 1) columns
@@ -230,7 +236,7 @@ class _MappedGroup:
         totals = {part: np.zeros(shape) for part in ENERGY_PARTS}
         sums = {name: np.zeros(shape) for name in ("cycles", "macs", "mac_cycles", "dram_bytes")}
         if self.array is not None:
-            self._array_layers(arch, prices, bw, cycle_s, leak_w, totals, sums)
+            self._array_layers(arch, prices, bw, cycle_s, leak_w, totals, sums, backend)
         if self.vector is not None:
             self._vector_layers(arch, prices, bw, cycle_s, leak_w, totals, sums)
         total_cycles = sums["cycles"]
@@ -246,7 +252,9 @@ class _MappedGroup:
 
         return flat(values), flat(totals), flat(prices.area_mm2)
 
-    def _array_layers(self, arch, prices: Prices, bw, cycle_s, leak_w, totals: dict, sums: dict) -> None:  # noqa: ANN001
+    def _array_layers(  # noqa: ANN001
+        self, arch, prices: Prices, bw, cycle_s, leak_w, totals: dict, sums: dict, backend: ArrayBackend = NUMPY
+    ) -> None:
         """The array ops: ``SystolicModel._fold_core`` for every (design, distinct GEMM) pair.
 
         The GEMM costs depend on six design figures only (rows, cols, the three SRAMs in words, the DRAM
@@ -263,7 +271,8 @@ class _MappedGroup:
         ]
         figures, inverse = distinct_rows((arch.rows, arch.cols, *words, bw))
         rows, cols = figures[0], figures[1]
-        c = gemm_cost_arrays(layers.shapes, arch.dataflow, arch.dram_mode, *figures, exact=True)
+        c = gemm_cost_arrays(layers.shapes, arch.dataflow, arch.dram_mode, *figures, exact=True, backend=backend)
+        c = {name: backend.to_numpy(value) for name, value in c.items()}
         cost = GemmCost(**{f.name: c[f.name] for f in fields(GemmCost)})  # (distinct figures, GEMMs)
         cycles = cost.total_cycles
         util = np.divide(layers.macs, rows * cols * cycles, out=np.zeros(cycles.shape), where=cycles != 0)
@@ -362,6 +371,8 @@ class SystolicArrayEvaluator:
     graph: Graph
     fixed: dict
     batch_points: int = CHUNK_DESIGNS  # points per call the explorer sends (ArrayExecutor)
+    chunk: int = CHUNK_DESIGNS  # designs priced together (``evaluate_designs``)
+    backend: ArrayBackend = NUMPY  # where the GEMM cost kernel runs (numpy unless a benchmark asks otherwise)
 
     def evaluate_points(self, points: Sequence[dict]) -> tuple[ArrayMetrics, np.ndarray]:
         """(metrics of the points ``instantiate`` accepts, their indices in ``points``); the refused ones are
@@ -369,7 +380,7 @@ class SystolicArrayEvaluator:
         columns, accepted = SystolicTemplate().instantiate_columns(points, self.fixed)
         index = np.flatnonzero(accepted)
         designs = DesignColumns({name: column[index] for name, column in columns.items()})
-        return evaluate_designs(self.graph, designs), index
+        return evaluate_designs(self.graph, designs, self.chunk, self.backend), index
 
     @staticmethod
     def flat_columns(metrics: ArrayMetrics) -> dict[str, np.ndarray]:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
+from hwmodels.array_backend import NUMPY, ArrayBackend
 from hwmodels.systolic.compute import LoweredGemm, array_sram_reads, array_writes, fold_cycles, spatial_axes
 from hwmodels.systolic.memory import (
     ACTIVE_SETS,
@@ -62,6 +63,13 @@ class GemmShapes:
             tuple(gemms),
         )  # fmt: skip
 
+    def on(self, backend: ArrayBackend) -> GemmShapes:
+        """These shapes as arrays of ``backend`` (itself for numpy)."""
+        if backend.is_numpy:
+            return self
+        moved = {f.name: backend.asarray(getattr(self, f.name)) for f in fields(self) if f.name != "lowered"}
+        return GemmShapes(**moved, lowered=self.lowered)
+
 
 def _user_replayed_tails(
     tail: np.ndarray,
@@ -97,6 +105,7 @@ def gemm_cost_arrays(
     words_of: np.ndarray,
     words_per_cycle: np.ndarray,
     exact: bool = False,
+    backend: ArrayBackend = NUMPY,
 ) -> dict[str, np.ndarray]:
     """``gemm_cost`` for every (design, GEMM) pair of one dataflow and DRAM mode: design-side arrays
     broadcast against ``s``'s GEMM-side arrays. Batch consumers (the surrogates) call it for 10^5 designs.
@@ -110,66 +119,79 @@ def gemm_cost_arrays(
     os filter walk, SCALE-Sim CALC's read replays and ofmap tail, and the USER window walk are then the
     scalar model's own functions, called once per distinct (design figures, GEMM) pair; the N:M pattern's
     ifmap share is applied as ``gemm_cost`` does. Every pair then equals ``gemm_cost``.
+    ``backend`` runs the closed forms on another array namespace (``hwmodels.array_backend``): the inputs
+    are numpy, moved there; the outputs are that backend's arrays (the sequential replays run on numpy).
     Returns per pair, all copies: cycles, compute_cycles, busy_cycles, fill_cycles, tail_cycles, the
     DRAM reads/writes and SRAM accesses of ``GemmCost``, and ``approximate``.
     """
+    xp = backend.xp
+    host_design = (rows, cols, words_if, words_f, words_per_cycle)
+    if not backend.is_numpy:
+        s = s.on(backend)
+        rows, cols, words_if, words_f, words_of, words_per_cycle = (
+            backend.asarray(x) for x in (rows, cols, words_if, words_f, words_of, words_per_cycle)
+        )
     sr, sc, t = spatial_axes(s.m, s.k, s.n, dataflow)
-    rf, cf = np.ceil(sr / rows), np.ceil(sc / cols)
+    rf, cf = xp.ceil(sr / rows), xp.ceil(sc / cols)
     lines = rf * cf * fold_cycles(t, rows, cols, dataflow)
-    per_set_if = np.maximum(1.0, np.floor(words_if / SETS_PER_BUFFER))
-    per_set_f = np.maximum(1.0, np.floor(words_f / SETS_PER_BUFFER))
+    per_set_if = xp.maximum(1.0, xp.floor(words_if / SETS_PER_BUFFER))
+    per_set_f = xp.maximum(1.0, xp.floor(words_f / SETS_PER_BUFFER))
     epoch_if, epoch_f = ACTIVE_SETS * per_set_if, ACTIVE_SETS * per_set_f
-    if_reads = _ifmap_reads_arrays(s, dataflow, rows, cols, cf, epoch_if)
-    f_reads, approximate = _filter_reads_arrays(s, dataflow, rows, cols, rf, cf, epoch_f)
-    design = (rows, cols, words_if, words_f, words_per_cycle)
+    if_reads = _ifmap_reads_arrays(s, dataflow, rows, cols, cf, epoch_if, xp)
+    f_reads, approximate = _filter_reads_arrays(s, dataflow, rows, cols, rf, cf, epoch_f, xp)
     if exact and dram_mode == "unlimited":
-        if_reads, f_reads = _per_distinct_pair(s, dataflow, design, _calc_reads, 2)
+        replayed = _per_distinct_pair(s, dataflow, host_design, _calc_reads, 2)
+        if_reads, f_reads = (backend.asarray(x) for x in replayed)
     elif exact:
-        if_reads = if_reads * _pattern_share(s)
+        if_reads = if_reads * backend.asarray(_pattern_share(s))
         if dataflow == "os":
-            f_reads = np.where(approximate, _os_filter_walk(s, cols, rf, cf, epoch_f), f_reads)
+            f_reads = xp.where(approximate, _os_filter_walk(s, cols, rf, cf, epoch_f, xp), f_reads)
     bw = words_per_cycle
 
     def fill(reads: np.ndarray, epoch: np.ndarray, per_set: np.ndarray, first: np.ndarray | float) -> np.ndarray:
-        return np.where(reads >= epoch, np.ceil(epoch / bw) - first, np.ceil(np.ceil(reads / per_set) * per_set / bw))
+        return xp.where(reads >= epoch, xp.ceil(epoch / bw) - first, xp.ceil(xp.ceil(reads / per_set) * per_set / bw))
 
     fill_if = fill(if_reads, epoch_if, per_set_if, rows if dataflow == "ws" else 0.0)
     fill_f = fill(f_reads, epoch_f, per_set_f, rows if dataflow == "is" else 0.0)
     emitted = array_writes(s.m, s.n, rf, dataflow)
-    of_writes = np.where(s.write_output, emitted, 0.0)
+    of_writes = xp.where(s.write_output, emitted, 0.0)
     drain_bw = cols if dram_mode == "unlimited" else bw
-    half = words_of - np.ceil(words_of / 2)
-    drains = np.where(of_writes > 0, np.floor(np.maximum(of_writes - 1.0, 0.0) / half), 0.0)
-    tail = np.ceil((of_writes - drains * half) / drain_bw)
+    half = words_of - xp.ceil(words_of / 2)
+    drains = xp.where(of_writes > 0, xp.floor(xp.maximum(of_writes - 1.0, 0.0) / half), 0.0)
+    tail = xp.ceil((of_writes - drains * half) / drain_bw)
     if dram_mode == "per_operand" or (exact and dram_mode == "unlimited"):
-        tail = _user_replayed_tails(
-            tail, of_writes, dataflow, (s.m, s.n, rows, cols, sc, t, rf, cf), words_of, drain_bw
-        )
-    during_if = if_reads - np.minimum(if_reads, fill_if * bw)
-    during_f = f_reads - np.minimum(f_reads, fill_f * bw)
-    during_of = np.maximum(0.0, of_writes - tail * drain_bw)
+        shape = (s.m, s.n, rows, cols, sc, t, rf, cf)
+        host = [backend.to_numpy(x) for x in (tail, of_writes, words_of, drain_bw, *shape)]
+        tail = backend.asarray(_user_replayed_tails(*host[:2], dataflow, tuple(host[4:]), *host[2:4]))
+    during_if = if_reads - xp.minimum(if_reads, fill_if * bw)
+    during_f = f_reads - xp.minimum(f_reads, fill_f * bw)
+    during_of = xp.maximum(0.0, of_writes - tail * drain_bw)
     if dram_mode == "unlimited":
-        fill_cycles, busy = np.maximum(fill_if, fill_f), lines
-        approximate = np.full(np.shape(lines), not exact)  # SCALE-Sim CALC's exact replay is not here
+        fill_cycles, busy = xp.maximum(fill_if, fill_f), lines
+        approximate = _full_like(lines, not exact, xp)  # SCALE-Sim CALC's exact replay is not here
     elif dram_mode == "per_operand":
-        fill_cycles = np.maximum(fill_if, fill_f)
-        busy = np.maximum(np.maximum(lines, during_if / bw), np.maximum(during_f / bw, during_of / bw))
-        approximate = np.ones(np.shape(lines), dtype=bool)  # SCALE-Sim USER's window walk is not here
+        fill_cycles = xp.maximum(fill_if, fill_f)
+        busy = xp.maximum(xp.maximum(lines, during_if / bw), xp.maximum(during_f / bw, during_of / bw))
+        approximate = _full_like(lines, True, xp)  # SCALE-Sim USER's window walk is not here
         if exact:  # the walk, where gemm_cost takes it (a dense GEMM or one condensed to whole channels)
-            walked = np.array([g.window_pattern is None for g in s.lowered]) & np.ones(np.shape(lines), dtype=bool)
-            user_if, user_f, user_fill, user_stall = _per_distinct_pair(
-                s, dataflow, design, _user_walk, 4, lambda gemm: gemm.window_pattern is None
+            dense = backend.asarray(np.array([g.window_pattern is None for g in s.lowered]))
+            walked = dense & _full_like(lines, True, xp)
+            user_if, user_f, user_fill, user_stall = (
+                backend.asarray(x)
+                for x in _per_distinct_pair(
+                    s, dataflow, host_design, _user_walk, 4, lambda gemm: gemm.window_pattern is None
+                )
             )
-            if_reads, f_reads = np.where(walked, user_if, if_reads), np.where(walked, user_f, f_reads)
-            fill_cycles = np.where(walked, user_fill, fill_cycles)
-            busy = np.where(walked, np.maximum(lines + user_stall, during_of / bw), busy)
-            approximate = np.zeros(np.shape(lines), dtype=bool)
+            if_reads, f_reads = xp.where(walked, user_if, if_reads), xp.where(walked, user_f, f_reads)
+            fill_cycles = xp.where(walked, user_fill, fill_cycles)
+            busy = xp.where(walked, xp.maximum(lines + user_stall, during_of / bw), busy)
+            approximate = _full_like(lines, False, xp)
     else:
         fill_cycles = fill_if + fill_f
-        busy = np.maximum(lines, (during_if + during_f + during_of) / bw)
+        busy = xp.maximum(lines, (during_if + during_f + during_of) / bw)
     sram_if, sram_f = array_sram_reads(dataflow, sr, sc, t, rf, cf)
     if exact:
-        approximate = np.zeros(np.shape(lines), dtype=bool)
+        approximate = _full_like(lines, False, xp)
     n = s.count
     figures = {
         "cycles": fill_cycles + n * busy + tail,
@@ -187,12 +209,26 @@ def gemm_cost_arrays(
         "col_folds": cf,
         "approximate": approximate,
     }
-    shape = np.broadcast_shapes(*(np.shape(value) for value in figures.values()))
-    return {name: np.broadcast_to(value, shape) for name, value in figures.items()}
+    if backend.is_numpy:
+        shape = np.broadcast_shapes(*(np.shape(value) for value in figures.values()))
+        return {name: np.broadcast_to(value, shape) for name, value in figures.items()}
+    arrays = (value if hasattr(value, "shape") else backend.asarray(value) for value in figures.values())
+    return dict(zip(figures, xp.broadcast_arrays(*arrays)))
+
+
+def _full_like(like: np.ndarray, value: bool, xp) -> np.ndarray:  # noqa: ANN001
+    """A boolean array of ``like``'s shape (and device) filled with ``value``."""
+    return xp.full_like(like, value, dtype=getattr(xp, "bool", bool))
 
 
 def _ifmap_reads_arrays(
-    s: GemmShapes, dataflow: str, rows: np.ndarray, cols: np.ndarray, cf: np.ndarray, epoch: np.ndarray
+    s: GemmShapes,
+    dataflow: str,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    cf: np.ndarray,
+    epoch: np.ndarray,
+    xp=np,  # noqa: ANN001
 ) -> np.ndarray:
     """``ifmap_dram_reads`` (one copy) over arrays: ``ifmap_pass_fetches``'s spans, then the passes."""
     unique, refs = s.unique_inputs, s.references
@@ -204,38 +240,46 @@ def _ifmap_reads_arrays(
         for _ in range(3):
             per_pixel = fetched / pixels
             span = (n_r - 1) * s.Q * per_pixel + (n_s - 1) * per_pixel * (s.stride_w * chunk / (s.R * s.S) + 1)
-            fetched = np.minimum(refs, unique + unique * span / epoch)
+            fetched = xp.minimum(refs, unique + unique * span / epoch)
         one_pass = fetched
     else:
         horizontal = s.row_uses * s.C * (s.col_uses - s.used_cols)
         vertical = s.C * s.used_cols * (s.row_uses - s.used_rows)
         h_gap, v_gap = s.stride_w * s.C / rows, s.stride_h * s.S * s.C / rows
-        cross_h, cross_v = horizontal * np.minimum(1.0, h_gap), vertical * np.minimum(1.0, v_gap)
-        block_words = (unique + cross_h + cross_v) / np.ceil(s.R * s.S * s.C / rows)
-        h_miss = np.minimum(1.0, np.maximum(1.0, h_gap) * block_words / epoch)
-        v_miss = np.minimum(1.0, np.maximum(1.0, v_gap) * block_words / epoch)
+        cross_h, cross_v = horizontal * xp.minimum(1.0, h_gap), vertical * xp.minimum(1.0, v_gap)
+        block_words = (unique + cross_h + cross_v) / xp.ceil(s.R * s.S * s.C / rows)
+        h_miss = xp.minimum(1.0, xp.maximum(1.0, h_gap) * block_words / epoch)
+        v_miss = xp.minimum(1.0, xp.maximum(1.0, v_gap) * block_words / epoch)
         one_pass = unique + cross_h * h_miss + cross_v * v_miss
     small = (unique < epoch) | (refs <= unique)
-    one_pass = np.where(small, np.where(refs > 0, np.minimum(unique, refs), unique), one_pass)
+    one_pass = xp.where(small, xp.where(refs > 0, xp.minimum(unique, refs), unique), one_pass)
     if dataflow == "is":
         return one_pass
-    return np.where(unique < epoch, one_pass, one_pass * cf)
+    return xp.where(unique < epoch, one_pass, one_pass * cf)
 
 
 def _filter_reads_arrays(
-    s: GemmShapes, dataflow: str, rows: np.ndarray, cols: np.ndarray, rf: np.ndarray, cf: np.ndarray, epoch: np.ndarray
+    s: GemmShapes,
+    dataflow: str,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    rf: np.ndarray,
+    cf: np.ndarray,
+    epoch: np.ndarray,
+    xp=np,  # noqa: ANN001
 ) -> tuple[np.ndarray, np.ndarray]:
     """``filter_dram_reads`` (one copy) over arrays, and where it is the os expectation (see above)."""
     kn = s.k * s.n
     if dataflow == "ws":
-        return kn + 0.0 * epoch, np.zeros(np.broadcast_shapes(np.shape(kn), np.shape(epoch)), dtype=bool)
+        reads = kn + 0.0 * epoch
+        return reads, xp.zeros_like(reads, dtype=getattr(xp, "bool", bool))
     if dataflow == "is":
-        exact = np.where((cf <= 1) | (kn < epoch), kn, kn * cf)
-        return exact, np.zeros(np.shape(exact), dtype=bool)
+        exact = xp.where((cf <= 1) | (kn < epoch), kn, kn * cf)
+        return exact, xp.zeros_like(exact, dtype=getattr(xp, "bool", bool))
 
     def block_fetches(block: np.ndarray) -> np.ndarray:
-        expected = block + block * np.minimum(block, epoch) / (2 * epoch)
-        return np.where(rf <= 1, block, np.where(block >= epoch, block * rf, expected))
+        expected = block + block * xp.minimum(block, epoch) / (2 * epoch)
+        return xp.where(rf <= 1, block, xp.where(block >= epoch, block * rf, expected))
 
     full, last = s.k * cols, s.k * (s.n - (cf - 1) * cols)
     reads = (cf - 1) * block_fetches(full) + block_fetches(last)
@@ -289,7 +333,14 @@ def _calc_reads(gemm: LoweredGemm, dataflow: str, design: tuple) -> tuple[float,
     return calc_dram_reads_of(gemm, int(rows), int(cols), dataflow, int(words_if), int(words_f))
 
 
-def _os_filter_walk(s: GemmShapes, cols: np.ndarray, rf: np.ndarray, cf: np.ndarray, epoch: np.ndarray) -> np.ndarray:
+def _os_filter_walk(
+    s: GemmShapes,
+    cols: np.ndarray,
+    rf: np.ndarray,
+    cf: np.ndarray,
+    epoch: np.ndarray,
+    xp=np,  # noqa: ANN001
+) -> np.ndarray:
     """``memory.filter_dram_reads`` under os, exactly, without walking the column folds one by one.
 
     The walk fetches, per column fold, a block of b = K x width words ``rf`` times (``repeated_block_fetches``).
@@ -303,17 +354,17 @@ def _os_filter_walk(s: GemmShapes, cols: np.ndarray, rf: np.ndarray, cf: np.ndar
     steps = cf - 1  # full column folds before the last
     repeated = rf > 1
     # the full folds: thrashing (b >= W) or a single row fold fetch every block rf times / once
-    plain = np.where(repeated, full * rf, full) * steps
-    cycle = np.maximum(1.0, np.ceil(epoch / full) - 1)  # j*
-    later = np.maximum(0.0, steps - (cycle + 1))
-    rest = np.mod(later, cycle)
-    cycled = np.where(steps <= cycle, steps * full, epoch + full + np.floor_divide(later, cycle) * epoch + rest * full)
-    phase_cycled = np.where(steps <= cycle, steps * full, (rest + 1) * full)
+    plain = xp.where(repeated, full * rf, full) * steps
+    cycle = xp.maximum(1.0, xp.ceil(epoch / full) - 1)  # j*
+    later = xp.maximum(0.0, steps - (cycle + 1))
+    rest = xp.remainder(later, cycle)
+    cycled = xp.where(steps <= cycle, steps * full, epoch + full + xp.floor_divide(later, cycle) * epoch + rest * full)
+    phase_cycled = xp.where(steps <= cycle, steps * full, (rest + 1) * full)
     walked = repeated & (full < epoch)
-    fetched = np.where(walked, cycled, plain)
-    phase = np.where(walked & (steps > 0), phase_cycled, np.mod(fetched, epoch))
-    last_got = np.where(
-        ~repeated, last, np.where(last >= epoch, last * rf, last + np.where(phase + last >= epoch, epoch - phase, 0.0))
+    fetched = xp.where(walked, cycled, plain)
+    phase = xp.where(walked & (steps > 0), phase_cycled, xp.remainder(fetched, epoch))
+    last_got = xp.where(
+        ~repeated, last, xp.where(last >= epoch, last * rf, last + xp.where(phase + last >= epoch, epoch - phase, 0.0))
     )
     return fetched + last_got
 
