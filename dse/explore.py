@@ -25,7 +25,8 @@ from dse.rundir import stops_when_disk_full
 from dse.search import ListStrategy, make_strategy
 from dse.space import DesignSpace
 from dse.spec import Spec
-from dse.store import Store, reading_store
+from dse.store import Store
+from dse.store_errors import reading_store
 from dse.sweep import Display, Evaluation, PointEvaluatorLike, Sweep
 
 __all__ = [

@@ -23,7 +23,8 @@ import pyarrow as pa
 
 from dse.chunkstore import DIGEST_BYTES, decode_table, hex_keys
 from dse.errors import UserError
-from dse.store import STORE_FILE, Store, StoreDamaged, check_run_directory
+from dse.store import Store
+from dse.store_errors import STORE_FILE, StoreDamaged, check_run_directory
 
 SIDE_FILES = ("-wal", "-shm")  # SQLite's companions of a store; they travel with it when it is renamed aside
 WORKSPACE = ".recovering"  # the fresh store is built here, then moved onto DIR/store.sqlite

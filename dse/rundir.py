@@ -14,7 +14,8 @@ from pathlib import Path
 from dse.errors import UserError
 from dse.files import is_disk_full
 from dse.spec import Spec, parse_spec
-from dse.store import STORE_FILE, Store, check_run_directory, reading_store
+from dse.store import Store
+from dse.store_errors import STORE_FILE, check_run_directory, reading_store
 
 __all__ = [
     "NOTHING_HALF_WRITTEN",

@@ -15,7 +15,7 @@ from dse.context import RunContext
 from dse.errors import UserError
 from dse.finish import finish_run
 from dse.rundir import STORE_FILE, open_run, open_store, stops_when_disk_full
-from dse.store import reading_store
+from dse.store_errors import reading_store
 
 
 def rebuild_report(run_dir: Path) -> Path:

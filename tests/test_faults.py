@@ -26,7 +26,8 @@ from dse import finish as dse_finish
 from dse.cli import main
 from dse.errors import EXIT_USER_ERROR
 from dse.files import PARTIAL_MARK
-from dse.store import STORE_FILE, STORE_SCHEMA_VERSION, Store
+from dse.store import STORE_SCHEMA_VERSION, Store
+from dse.store_errors import STORE_FILE
 
 
 def still_running(processes: list[psutil.Process]) -> list[psutil.Process]:

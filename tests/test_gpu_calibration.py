@@ -430,7 +430,11 @@ def test_node_presets_and_provenance_in_the_comparison() -> None:
     assert "calibrated" in table
     notes = calibration_notes(gpus)
     assert any("DGX H100" in n and "all-reduce" in n and "calibrated" in n for n in notes)
-    assert all(n.count(f"energy: {ENERGY_CATALOG}") == 1 for n in notes)  # no GPU has measured board power yet
+    # H100s have board power measured on the device (hwmodels/data/gpu_power_h100.csv), A100s do not
+    assert [("H100" in n, f"energy: {ENERGY_CATALOG}" in n) for n in notes] == [
+        (True, False), (False, True), (False, True), (True, False)
+    ]  # fmt: skip
+    assert all("energy: measured board power" in n for n in notes if "H100" in n)
     measured = replace(gpus[2], arch=replace(gpus[2].arch, tuning=replace(gpus[2].arch.tuning, power=(
         KernelPower("gemm", 60.0, 300.0, 3),
     ))))  # fmt: skip

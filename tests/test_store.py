@@ -8,7 +8,8 @@ import sqlite3
 import pytest
 
 import dse
-from dse.store import STORE_FILE, PointRecord, Store, canonical_json, point_key
+from dse.store import PointRecord, Store, canonical_json, point_key
+from dse.store_errors import STORE_FILE
 
 
 def _record(key: str, rows: int, *, status: str = "ok", layers: bool = False) -> PointRecord:

@@ -390,7 +390,9 @@ class SystolicArrayEvaluator:
         columns.update({f"energy_{k}_mj": v * 1e-9 for k, v in metrics.energy_breakdown_pj.items()})
         columns.update({f"area_{k}_mm2": v for k, v in metrics.area_breakdown_mm2.items() if k != "total"})
         n = len(metrics)
-        return {name: np.broadcast_to(np.asarray(v, dtype=float).reshape(-1), (n,)).copy() for name, v in columns.items()}
+        return {
+            name: np.broadcast_to(np.asarray(v, dtype=float).reshape(-1), (n,)).copy() for name, v in columns.items()
+        }
 
     @classmethod
     def flat_rows(cls, metrics: ArrayMetrics) -> list[dict[str, float]]:
