@@ -36,28 +36,21 @@ def to_minimisation(values: np.ndarray, directions: Sequence[str]) -> np.ndarray
 
 
 def pareto_mask(values: np.ndarray, directions: Sequence[str]) -> np.ndarray:
-    """True for rows no other row dominates. Rows with NaN are never on the front.
+    """True for rows no other row dominates (equal rows both kept). Rows with NaN are never on the front.
 
-    Works for any number of objectives in O(n x front) vectorised steps: rows are
-    visited in lexicographic order, so a row that survives until its turn is
-    non-dominated and removes everything it dominates.
+    moocore's ``is_nondominated`` (its C dimension sweeps, O(n log n) in two and three objectives): a
+    million points in a fraction of a second.
     """
     v = to_minimisation(values, directions)
     mask = np.zeros(len(v), dtype=bool)
     candidates = np.flatnonzero(~np.isnan(v).any(axis=1))
     if candidates.size == 0:
         return mask
-    order = np.lexsort(v[candidates].T[::-1])
-    remaining = candidates[order]
-    i = 0
-    while i < remaining.size:
-        pivot = v[remaining[i]]
-        rest = v[remaining]
-        dominated = np.all(pivot <= rest, axis=1) & np.any(pivot < rest, axis=1)
-        kept_before = np.count_nonzero(~dominated[:i])
-        remaining = remaining[~dominated]
-        i = kept_before + 1
-    mask[remaining] = True
+    if v.shape[1] == 1:
+        column = v[candidates, 0]
+        mask[candidates[column == column.min()]] = True
+        return mask
+    mask[candidates] = moocore.is_nondominated(v[candidates], maximise=False, keep_weakly=True)
     return mask
 
 
