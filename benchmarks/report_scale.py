@@ -1,0 +1,81 @@
+"""The report of a large run: file size, build seconds and headless-Chromium render seconds at 100k and 1M points.
+
+The points frame is ``dse.report.synthetic.synthetic_points`` (the columns ``dse.finish`` hands the report,
+from a toy model), written by ``write_report`` as a run's finish writes it. Render seconds are the wall time of
+``chromium --headless --dump-dom`` on the page less the same on an empty page (the browser starting), the
+median of ``--repeat`` runs. Target: under 25 MB and a few seconds at 1,000,000 points.
+
+    python benchmarks/report_scale.py [--points 100000 1000000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from dse.report import write_report
+from dse.report.synthetic import SYNTHETIC_CONSTRAINTS, SYNTHETIC_OBJECTIVES, SYNTHETIC_PARAMS, synthetic_points
+
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking")
+
+
+def chromium_seconds(chromium: str, page: Path, profile: Path) -> float:
+    """Wall seconds of one headless Chromium that loads ``page``, runs its scripts and dumps the DOM."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"chromium failed on {page.name}: {done.stderr[-800:]}")
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--points", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--repeat", type=int, default=3, help="Chromium runs per page (the median is printed)")
+    args = parser.parse_args()
+    chromium = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+    print(f"report at scale on {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; chromium: {chromium or 'absent'}")
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        blank = directory / "blank.html"
+        blank.write_text("<!DOCTYPE html><html><body>blank</body></html>\n", encoding="utf-8")
+        startup = (
+            statistics.median(chromium_seconds(chromium, blank, directory / f"p-blank-{i}") for i in range(args.repeat))
+            if chromium
+            else 0.0
+        )
+        for count in args.points:
+            points = synthetic_points(count)
+            page = directory / f"report-{count}.html"
+            start = time.perf_counter()
+            write_report(
+                page,
+                points,
+                title=f"synthetic systolic grid, {count:,} points",
+                objectives=list(SYNTHETIC_OBJECTIVES),
+                constraints=list(SYNTHETIC_CONSTRAINTS),
+                param_names=list(SYNTHETIC_PARAMS),
+                layers={},
+            )
+            build = time.perf_counter() - start
+            line = f"{count:>9,} points: {page.stat().st_size / 1e6:6.1f} MB, built in {build:5.1f} s"
+            if chromium:
+                runs = [chromium_seconds(chromium, page, directory / f"p-{count}-{i}") for i in range(args.repeat)]
+                line += f", rendered in {statistics.median(runs) - startup:5.1f} s (Chromium start {startup:.1f} s)"
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
