@@ -4,6 +4,7 @@ the rest (see ``scale``). The same axes, colours and hover text as the small-run
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,15 @@ MATRIX_DENSITY_CELLS = 60  # cells per axis in each panel of the scatter matrix
 DENSITY_COLORS = [[0.0, "#d4dcea"], [0.5, "#6f8fbf"], [1.0, "#1b2f5c"]]  # few designs light, many dark
 
 
+@dataclass(frozen=True)
+class DensityAxis:
+    """One axis of a density image: the metric, whether its axis is logarithmic, how many cells it has."""
+
+    metric: str
+    log: bool
+    cells: int
+
+
 def _positions(frame: pd.DataFrame, metric: str) -> np.ndarray:
     """Marker positions as float32: 7 significant digits, more than a chart can show, half the bytes."""
     return frame[metric].to_numpy(dtype=np.float32)
@@ -54,24 +64,18 @@ def _markers(frame: pd.DataFrame, texts: pd.Series, x: str, y: str, **kwargs) ->
 
 
 def density_trace(
-    cloud: pd.DataFrame,
-    x: tuple[str, bool, int],
-    y: tuple[str, bool, int],
-    *,
-    top: int | None = None,
-    **kwargs,
+    cloud: pd.DataFrame, x: DensityAxis, y: DensityAxis, *, top: int | None = None, **kwargs
 ) -> go.Heatmap:
-    """Designs per cell of ``cloud`` over (metric, log axis, cells) for x and y, coloured by log10 of the count.
+    """Designs per cell of ``cloud`` over the x and y metrics, coloured by log10 of the count.
 
     Empty cells stay transparent; hovering a cell gives its designs and how many are feasible. ``top`` is the
     colour scale's upper decade (shared by the panels of one figure)."""
-    (x_metric, x_log, x_cells), (y_metric, y_log, y_cells) = x, y
-    x_values, y_values = cloud[x_metric].to_numpy(dtype=float), cloud[y_metric].to_numpy(dtype=float)
-    x_edges = bin_edges(x_values, log=x_log, bins=x_cells)
-    y_edges = bin_edges(y_values, log=y_log, bins=y_cells)
+    x_values, y_values = cloud[x.metric].to_numpy(dtype=float), cloud[y.metric].to_numpy(dtype=float)
+    x_edges = bin_edges(x_values, log=x.log, bins=x.cells)
+    y_edges = bin_edges(y_values, log=y.log, bins=y.cells)
     total, feasible = cell_counts(
-        cell_index(x_values, x_edges, log=x_log),
-        cell_index(y_values, y_edges, log=y_log),
+        cell_index(x_values, x_edges, log=x.log),
+        cell_index(y_values, y_edges, log=y.log),
         len(x_edges) - 1,
         len(y_edges) - 1,
         cloud["feasible"].to_numpy(dtype=bool),
@@ -120,8 +124,8 @@ def pareto_density_figure(data: ReportData, view: LargeRunView, texts: pd.Series
         fig.add_trace(
             density_trace(
                 cloud,
-                (x.metric, _is_log(data, x.metric), DENSITY_CELLS),
-                (y.metric, _is_log(data, y.metric), DENSITY_CELLS),
+                DensityAxis(x.metric, _is_log(data, x.metric), DENSITY_CELLS),
+                DensityAxis(y.metric, _is_log(data, y.metric), DENSITY_CELLS),
                 name=f"others, as density ({len(cloud):,})",
                 showlegend=True,
             )
@@ -214,8 +218,10 @@ def scatter_matrix_density_figure(data: ReportData, view: LargeRunView) -> go.Fi
     pairs = [(row, column) for row in range(1, len(names)) for column in range(row)]
     if len(cloud):
         panels = [
-            density_trace(
-                cloud, (names[column], False, MATRIX_DENSITY_CELLS), (names[row], False, MATRIX_DENSITY_CELLS)
+            density_trace(  # the matrix's axes are linear
+                cloud,
+                DensityAxis(names[column], False, MATRIX_DENSITY_CELLS),
+                DensityAxis(names[row], False, MATRIX_DENSITY_CELLS),
             )
             for row, column in pairs
         ]

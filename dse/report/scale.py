@@ -23,7 +23,7 @@ import pandas as pd
 from dse.pareto import objective_matrix
 from dse.report.data import ReportData
 
-NEAR_FRONT_LAYERS = 5  # at most this many non-dominated layers behind the front are drawn as markers
+NEAR_FRONT_LAYERS = 3  # at most this many non-dominated layers behind the front are drawn as markers
 NEAR_FRONT_LIMIT = 5_000  # only whole layers that keep the neighbourhood within this many designs
 CONTEXT_SAMPLE = 1_000  # the 3-D view: an even sample of the other designs, drawn small and without hover
 SAMPLED_LINES = 2_000  # parallel coordinates (and a one-objective run's charts): every Pareto design and a sample
