@@ -354,11 +354,11 @@ def large_run_note(data: ReportData, large: LargeRunView, threshold: int) -> str
     if len(data.objectives) < 2:
         return f"above {threshold:,} points the charts draw {sampled}; the counts and tables cover every point"
     layers = "non-dominated layer" if large.near_layers == 1 else f"{large.near_layers} non-dominated layers"
+    near = f" and the {len(large.near):,} designs of the next {layers} behind the front" if large.near_layers else ""
     return (
-        f"above {threshold:,} points the trade-off charts draw the {len(data.front):,} Pareto designs and the "
-        f"{len(large.near):,} designs of the next {layers} behind the front as WebGL markers with "
-        f"hover, and the other {len(large.cloud):,} successful designs as density images (log-scaled counts per "
-        f"cell); parallel coordinates draw {sampled}; the counts and tables cover every point"
+        f"above {threshold:,} points the trade-off charts draw the {len(data.front):,} Pareto designs{near} as "
+        f"WebGL markers with hover, and the other {len(large.cloud):,} successful designs as density images "
+        f"(log-scaled counts per cell); parallel coordinates draw {sampled}; the counts and tables cover every point"
     )
 
 

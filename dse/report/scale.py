@@ -26,7 +26,7 @@ from dse.report.data import ReportData
 NEAR_FRONT_LAYERS = 3  # at most this many non-dominated layers behind the front are drawn as markers
 NEAR_FRONT_LIMIT = 5_000  # only whole layers that keep the neighbourhood within this many designs
 CONTEXT_SAMPLE = 1_000  # the 3-D view: an even sample of the other designs, drawn small and without hover
-SAMPLED_LINES = 2_000  # parallel coordinates (and a one-objective run's charts): every Pareto design and a sample
+SAMPLED_LINES = 1_000  # parallel coordinates (and a one-objective run's charts): every Pareto design and a sample
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,9 @@ class LargeRunView:
 def large_run_view(
     data: ReportData, limit: int, *, near_limit: int = NEAR_FRONT_LIMIT, max_layers: int = NEAR_FRONT_LAYERS
 ) -> LargeRunView:
-    """Split ``data`` for drawing; the sampled figures (parallel coordinates) draw at most ``limit`` or
-    ``SAMPLED_LINES`` points besides the front, whichever is fewer: a browser without a GPU takes seconds per
-    thousand parallel-coordinates lines."""
+    """Split ``data`` for drawing; the sampled figures (parallel coordinates) draw ``limit`` or ``SAMPLED_LINES``
+    points, whichever is fewer, every Pareto design among them (all of them if the front is larger): a browser
+    without a GPU takes seconds per thousand parallel-coordinates lines."""
     near, layers = near_front_layers(data, near_limit, max_layers)
     drawn = np.zeros(len(data.points), dtype=bool)
     drawn[data.points.index.get_indexer(data.front.index)] = True
