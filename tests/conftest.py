@@ -94,6 +94,11 @@ SLOW_TESTS: dict[str, str] = {
         "two explore runs with files and reports: test_explorer_streams_a_grid_to_the_array_evaluator checks the "
         "array sweep's stored metrics in memory"
     ),
+    "test_report_browser.py::test_a_million_point_report_opens_and_stays_under_25_mb": (
+        "a million-point frame, its report and a headless Chromium opening it (about a minute on 2 loaded cores); "
+        "test_report_scale.py::test_above_the_threshold_the_front_is_webgl_and_the_rest_a_density_image checks the "
+        "same figures on 150 points with the threshold at 40"
+    ),
     "test_systolic_arrays.py::test_array_evaluation_equals_the_scalar_model_on_ten_thousand_designs": (
         "10,000 random designs over every axis with USER walks and CALC replays (minutes of the scalar path): "
         "test_array_evaluation_equals_the_scalar_model_on_random_designs checks the same code on 88 designs"

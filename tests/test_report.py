@@ -402,7 +402,9 @@ def test_parallel_coordinates_encode_categorical_params(tmp_path: Path) -> None:
 def test_three_objectives_add_3d_view_and_scatter_matrix(tmp_path: Path) -> None:
     objectives = [Objective("latency_ms", "min"), Objective("energy_mj", "min"), Objective("area_mm2", "min")]
     run = synthetic_run(objectives=objectives, constraints=[Constraint("power_w", high=50.0)])
-    text, page = _parse(_write(tmp_path, run))
+    text, page = _parse(_write(tmp_path, run, max_drawn_points=len(run["points"])))  # at the threshold: small path
+    assert {t["type"] for t in _figure_json(text, "fig-pareto")["data"]} == {"scatter"}
+    assert "as density images" not in text
     assert page.figure_ids == [
         "fig-pareto",
         "fig-pareto-3d",
@@ -566,19 +568,3 @@ def test_knee_point_is_the_balanced_compromise() -> None:
 )
 def test_format_value(value: object, text: str) -> None:
     assert format_value(value) == text
-
-
-def test_a_large_run_draws_every_pareto_design_and_a_sample_of_the_rest(tmp_path: Path, monkeypatch) -> None:
-    """Above ``MAX_DRAWN_POINTS`` the charts draw every Pareto design and an even sample of the others, and say
-    so; the header still counts every point."""
-    monkeypatch.setattr("dse.report.html.MAX_DRAWN_POINTS", 40)
-    run = synthetic_run()
-    points = run["points"]
-    text, _ = _parse(_write(tmp_path, run))
-    drawn = _figure_json(text, "fig-pareto")["data"]
-    ids = re.findall(r"<b>(\w+)</b> \(evaluation", " ".join(t for tr in drawn for t in (tr.get("hovertext") or [])))
-    assert set(points.loc[points["pareto"].astype(bool), "point_id"]) <= set(ids)
-    assert len(set(ids)) <= 40 < len(points)
-    note = re.search(rf"the charts draw (\d+) of the {len(points)} points", html.unescape(text))
-    assert note and len(set(ids)) <= int(note.group(1)) <= 40
-    assert f'<div class="count">{len(points):,}</div><div class="label">evaluated' in text

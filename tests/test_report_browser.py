@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,8 @@ import pytest
 from PIL import Image
 
 from dse.objectives import Constraint, Objective
+from dse.report import write_report
+from dse.report.synthetic import SYNTHETIC_CONSTRAINTS, SYNTHETIC_OBJECTIVES, SYNTHETIC_PARAMS, synthetic_points
 
 try:  # pytest's default rootdir import puts tests/ on sys.path; a tests package would not
     from tests.test_report import _write, synthetic_run
@@ -157,3 +160,34 @@ def test_screenshot_is_not_blank(rendered: dict) -> None:
     assert coloured > 0.005 and coloured > 5 * control_coloured, (
         f"{coloured:.2%} coloured pixels vs {control_coloured:.2%} without figures: nothing was drawn"
     )
+
+
+def test_a_million_point_report_opens_and_stays_under_25_mb(tmp_path: Path) -> None:
+    """A million points through ``write_report`` (as a run's finish calls it): every figure drawn, the front as
+    WebGL markers over a density image, the file under 25 MB. ``benchmarks/report_scale.py`` prints the times."""
+    page = write_report(
+        tmp_path / "report.html",
+        synthetic_points(1_000_000),
+        title="synthetic systolic grid, a million points",
+        objectives=list(SYNTHETIC_OBJECTIVES),
+        constraints=list(SYNTHETIC_CONSTRAINTS),
+        param_names=list(SYNTHETIC_PARAMS),
+        layers={},
+    )
+    size_mb = page.stat().st_size / 1e6
+    assert size_mb < 25, f"the million-point report is {size_mb:.1f} MB"
+    static = page.read_text(encoding="utf-8")
+    figure_ids = re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', static)
+    assert figure_ids[:4] == ["fig-pareto", "fig-pareto-3d", "fig-scatter-matrix", "fig-parcoords"]
+    start = time.perf_counter()
+    (dom,) = run_chromium(chromium_command(page, tmp_path / "profile", "--dump-dom"), timeout=300)
+    print(f"a million points: {size_mb:.1f} MB, rendered in {time.perf_counter() - start:.1f} s")
+    dom = re.sub(r"<script\b.*?</script>", "", dom, flags=re.S)
+    segments = figure_segments(dom, figure_ids)
+    for div_id, (tag, segment) in segments.items():
+        assert "js-plotly-plot" in tag, f"{div_id} was not turned into a plotly graph"
+        assert 'class="main-svg"' in segment, f"{div_id} has no rendered SVG"
+    for div_id in ("fig-pareto", "fig-scatter-matrix"):
+        assert 'class="hm"' in segments[div_id][1], f"{div_id} drew no density image"
+        assert "<canvas" in segments[div_id][1], f"{div_id} drew no WebGL markers"
+    assert "WebGL is not supported" not in dom

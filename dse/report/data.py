@@ -78,8 +78,13 @@ def is_categorical(series: pd.Series) -> bool:
 
 
 def as_bool(series: pd.Series) -> pd.Series:
-    """feasible/pareto may arrive as bool, 0/1 or with NaN for failed points; NaN means False."""
-    return series.map(lambda v: False if pd.isna(v) else bool(v)).astype(bool)
+    """feasible/pareto may arrive as bool, 0/1 or with NaN for failed points; NaN means False (vectorised: a
+    large run has a million of them)."""
+    if pd.api.types.is_bool_dtype(series) and not isinstance(series.dtype, pd.BooleanDtype):
+        return series
+    missing = series.isna().to_numpy()
+    truth = series.where(~missing, False).astype(object).astype(bool).to_numpy()
+    return pd.Series(truth & ~missing, index=series.index)
 
 
 # --------------------------------------------------------------------------- the data the page is built from

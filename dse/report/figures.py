@@ -57,11 +57,11 @@ def _hover_text(row: pd.Series, data: ReportData, *, extra_metrics: Sequence[str
     return "<br>".join(lines)
 
 
-def _hover_texts(frame: pd.DataFrame, data: ReportData, **kwargs) -> list[str]:
+def hover_texts(frame: pd.DataFrame, data: ReportData, **kwargs) -> list[str]:
     return [_hover_text(row, data, **kwargs) for row in frame.to_dict("records")]
 
 
-def _axis(values: pd.Series, **extra: object) -> dict:
+def value_axis(values: pd.Series, **extra: object) -> dict:
     """Axis settings: log with readable 1-2-5 ticks when positive values span more than a decade.
 
     Why: a front near the origin is squashed on a linear axis, and plotly's default log ticks
@@ -80,7 +80,7 @@ def _axis(values: pd.Series, **extra: object) -> dict:
     return {"type": "log", "tickvals": ticks, "ticktext": [format_value(t) for t in ticks], **extra}
 
 
-def _axis_title(objective: Objective) -> str:
+def axis_title(objective: Objective) -> str:
     better = "lower is better" if objective.direction == "min" else "higher is better"
     return f"{metric_label(objective.metric)} — {better}"
 
@@ -88,7 +88,7 @@ def _axis_title(objective: Objective) -> str:
 # --------------------------------------------------------------------------- figures
 
 
-def _front_2d(front: pd.DataFrame, x: Objective, y: Objective) -> pd.DataFrame:
+def front_2d(front: pd.DataFrame, x: Objective, y: Objective) -> pd.DataFrame:
     """The points of ``front`` not dominated on (x, y) alone, sorted by x, to draw the staircase."""
     usable = front.dropna(subset=[x.metric, y.metric])
     xs = np.array([x.to_min(float(v)) for v in usable[x.metric]])
@@ -105,7 +105,7 @@ def _scatter_trace(frame: pd.DataFrame, data: ReportData, x: str, y: str, **kwar
         x=frame[x].to_numpy(dtype=float),
         y=frame[y].to_numpy(dtype=float),
         mode="markers",
-        hovertext=_hover_texts(frame, data),
+        hovertext=hover_texts(frame, data),
         hoverinfo="text",
         **kwargs,
     )
@@ -141,18 +141,9 @@ def pareto_figure(data: ReportData) -> go.Figure:
                 marker={"color": COLOR_FEASIBLE, "size": 7, "opacity": 0.35},
             )
         )
-    staircase = _front_2d(front, x, y)
-    if len(staircase) > 1:
-        fig.add_trace(
-            go.Scatter(
-                x=staircase[x.metric].to_numpy(dtype=float),
-                y=staircase[y.metric].to_numpy(dtype=float),
-                mode="lines",
-                line={"color": COLOR_FRONT, "width": 2, "shape": "hv" if x.direction == "min" else "vh"},
-                name="front (step line)",
-                hoverinfo="skip",
-            )
-        )
+    staircase = staircase_trace(front, x, y)
+    if staircase is not None:
+        fig.add_trace(staircase)
     if len(front):
         fig.add_trace(
             _scatter_trace(
@@ -176,19 +167,39 @@ def pareto_figure(data: ReportData) -> go.Figure:
                 marker={"color": COLOR_KNEE, "size": 18, "symbol": "star", "line": {"color": "black", "width": 1}},
             )
         )
+    fig.update_layout(**tradeoff_layout(data, x, y))
+    return fig
+
+
+def staircase_trace(front: pd.DataFrame, x: Objective, y: Objective) -> go.Scatter | None:
+    """The red step line through the designs of ``front`` not dominated on (x, y); None under two of them."""
+    staircase = front_2d(front, x, y)
+    if len(staircase) < 2:
+        return None
+    return go.Scatter(
+        x=staircase[x.metric].to_numpy(dtype=float),
+        y=staircase[y.metric].to_numpy(dtype=float),
+        mode="lines",
+        line={"color": COLOR_FRONT, "width": 2, "shape": "hv" if x.direction == "min" else "vh"},
+        name="front (step line)",
+        hoverinfo="skip",
+    )
+
+
+def tradeoff_layout(data: ReportData, x: Objective, y: Objective) -> dict:
+    """Title, axes (log where the values span decades) and legend of a 2-D trade-off chart."""
     subtitle = ""
     if len(data.objectives) > 2:
         subtitle = " (projection; the front is over all objectives, the step line over these two)"
-    fig.update_layout(
-        title=f"Trade-off: {x.metric} vs {y.metric}{subtitle}",
-        xaxis=_axis(data.ok[x.metric], title=_axis_title(x)),
-        yaxis=_axis(data.ok[y.metric], title=_axis_title(y)),
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
-        showlegend=True,  # even with one trace (e.g. no feasible point), say what the markers are
-        height=560,
-        margin={"t": 90},
-    )
-    return fig
+    return {
+        "title": f"Trade-off: {x.metric} vs {y.metric}{subtitle}",
+        "xaxis": value_axis(data.ok[x.metric], title=axis_title(x)),
+        "yaxis": value_axis(data.ok[y.metric], title=axis_title(y)),
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
+        "showlegend": True,  # even with one trace (e.g. no feasible point), say what the markers are
+        "height": 560,
+        "margin": {"t": 90},
+    }
 
 
 def pareto_3d_figure(data: ReportData) -> go.Figure:
@@ -217,22 +228,28 @@ def pareto_3d_figure(data: ReportData) -> go.Figure:
                 mode="markers",
                 marker=marker,
                 name=f"{name} ({len(frame)})",
-                hovertext=_hover_texts(frame, data),
+                hovertext=hover_texts(frame, data),
                 hoverinfo="text",
             )
         )
+    fig.update_layout(**view_3d_layout(data))
+    return fig
+
+
+def view_3d_layout(data: ReportData) -> dict:
+    """Title and scene of the 3-D view over the first three objectives."""
+    a, b, c = data.objectives[:3]
     scene = {
-        axis: _axis(data.ok[o.metric], title={"text": metric_label(o.metric)})
+        axis: value_axis(data.ok[o.metric], title={"text": metric_label(o.metric)})
         for axis, o in zip(("xaxis", "yaxis", "zaxis"), (a, b, c))
     }
-    fig.update_layout(
-        title=f"3-D view: {a.metric}, {b.metric}, {c.metric}",
-        scene=scene,
-        height=620,
-        legend={"orientation": "h", "y": 1.02, "x": 0},
-        margin={"l": 0, "r": 0, "t": 70, "b": 0},
-    )
-    return fig
+    return {
+        "title": f"3-D view: {a.metric}, {b.metric}, {c.metric}",
+        "scene": scene,
+        "height": 620,
+        "legend": {"orientation": "h", "y": 1.02, "x": 0},
+        "margin": {"l": 0, "r": 0, "t": 70, "b": 0},
+    }
 
 
 def scatter_matrix_figure(data: ReportData) -> go.Figure:
@@ -258,13 +275,18 @@ def scatter_matrix_figure(data: ReportData) -> go.Figure:
                 showupperhalf=False,
             )
         )
-    fig.update_layout(
-        title="Scatter matrix of the objectives",
-        height=230 * len(names) + 80,
-        dragmode="select",
-        legend={"orientation": "h", "y": 1.04, "x": 0},
-    )
+    fig.update_layout(**scatter_matrix_layout(names))
     return fig
+
+
+def scatter_matrix_layout(names: Sequence[str]) -> dict:
+    """Title and size of the scatter matrix; box selection, which the matrix links across its panels."""
+    return {
+        "title": "Scatter matrix of the objectives",
+        "height": 230 * len(names) + 80,
+        "dragmode": "select",
+        "legend": {"orientation": "h", "y": 1.04, "x": 0},
+    }
 
 
 def single_objective_figures(data: ReportData) -> list[tuple[str, go.Figure]]:
@@ -310,7 +332,7 @@ def single_objective_figures(data: ReportData) -> list[tuple[str, go.Figure]]:
     progress.update_layout(
         title=f"{name} over the evaluations",
         xaxis={"title": "evaluation #"},
-        yaxis=_axis(data.ok[name], title=_axis_title(objective)),
+        yaxis=value_axis(data.ok[name], title=axis_title(objective)),
         height=480,
         showlegend=True,
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
@@ -325,14 +347,14 @@ def single_objective_figures(data: ReportData) -> list[tuple[str, go.Figure]]:
                 x=ranked["point_id"].astype(str),
                 y=ranked[name].to_numpy(dtype=float),
                 marker={"color": [COLOR_FRONT if p in best else COLOR_FEASIBLE for p in ranked_ids]},
-                hovertext=_hover_texts(ranked, data),
+                hovertext=hover_texts(ranked, data),
                 hoverinfo="text",
             )
         )
         bars.update_layout(
             title=f"The {len(ranked)} best feasible designs by {name} (best in red)",
             xaxis={"title": "design", "type": "category"},
-            yaxis={"title": _axis_title(objective)},
+            yaxis={"title": axis_title(objective)},
             height=440,
         )
         figures.append(("fig-objective-ranked", bars))

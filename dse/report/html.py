@@ -47,7 +47,14 @@ from dse.report.figures import (
 )
 from dse.report.figures_breakdown import front_breakdown_figure
 from dse.report.figures_layers import layer_breakdown_figure
+from dse.report.figures_scale import (
+    marker_texts,
+    pareto_3d_density_figure,
+    pareto_density_figure,
+    scatter_matrix_density_figure,
+)
 from dse.report.figures_schedule import has_schedule, schedule_figure
+from dse.report.scale import LargeRunView, large_run_view
 from hwmodels.base import METRICS
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"format": "svg"}}
@@ -215,7 +222,7 @@ footer { margin-top: 30px; color: var(--muted); font-size: 12px; }
 """
 
 
-MAX_DRAWN_POINTS = 10_000  # points the charts draw (every Pareto design among them); the rest is sampled
+MAX_DRAWN_POINTS = 10_000  # above this many points the charts draw the front and its neighbourhood, count the rest
 
 
 @dataclass
@@ -230,15 +237,17 @@ def _sections(
     data: ReportData,
     layers: Mapping[str, pd.DataFrame],
     hypervolume: pd.DataFrame | None,
-    drawn: ReportData | None = None,
+    large: LargeRunView | None = None,
 ) -> list[Section]:
-    """The page's sections; the figures draw ``drawn`` (a sample of a large run's points, every Pareto design
-    kept), the counts and tables use every point."""
-    figures_data = data if drawn is None else drawn
+    """The page's sections; for a large run the trade-off figures draw ``large``'s markers and density images and
+    the others its sample (every Pareto design kept); the counts and tables use every point."""
+    figures_data = data if large is None else large.sample
     sections: list[Section] = []
     if not data.ok.empty:
         full, data = data, figures_data
-        if len(data.objectives) >= 2:
+        if large is not None and len(data.objectives) >= 2:
+            sections.append(_large_tradeoff_section(full, large))
+        elif len(data.objectives) >= 2:
             body = _figure_html(pareto_figure(data), "fig-pareto")
             how = (
                 "Each marker is one design. Red markers are the Pareto designs (no other feasible design is better "
@@ -315,6 +324,44 @@ def _sections(
     return sections
 
 
+def _large_tradeoff_section(data: ReportData, large: LargeRunView) -> Section:
+    """The trade-off section of a large run: density images of the other designs under WebGL markers."""
+    texts = marker_texts(data, large)
+    body = _figure_html(pareto_density_figure(data, large, texts), "fig-pareto")
+    how = (
+        "Too many designs to draw one by one: the shaded image counts the designs in each cell (log colour scale, "
+        "darker is more; hover a cell for its count and how many are feasible). Red markers are the Pareto designs, "
+        "joined by the red step line; blue markers are the designs of the next non-dominated layers behind the "
+        "front (those that would be Pareto-optimal without the designs ahead of them). The star is the knee "
+        "design. Hover a marker for its parameters and values."
+    )
+    if len(data.objectives) >= 3:
+        body += _figure_html(pareto_3d_density_figure(data, large, texts), "fig-pareto-3d")
+        body += _figure_html(scatter_matrix_density_figure(data, large), "fig-scatter-matrix")
+        how += (
+            " With three or more objectives a rotatable 3-D view (the same markers, and a small even sample of the "
+            "other designs without hover) and a scatter matrix (each panel shaded the same way) follow."
+        )
+    return Section("tradeoff", "Trade-off", how, body)
+
+
+def large_run_note(data: ReportData, large: LargeRunView, threshold: int) -> str:
+    """The header line that says what a large run's charts draw how."""
+    sampled = (
+        f"{len(large.sample.points):,} of the {len(data.points):,} points (every Pareto design and an even sample "
+        "of the others)"
+    )
+    if len(data.objectives) < 2:
+        return f"above {threshold:,} points the charts draw {sampled}; the counts and tables cover every point"
+    layers = "non-dominated layer" if large.near_layers == 1 else f"{large.near_layers} non-dominated layers"
+    near = f" and the {len(large.near):,} designs of the next {layers} behind the front" if large.near_layers else ""
+    return (
+        f"above {threshold:,} points the trade-off charts draw the {len(data.front):,} Pareto designs{near} as "
+        f"WebGL markers with hover, and the other {len(large.cloud):,} successful designs as density images "
+        f"(log-scaled counts per cell); parallel coordinates draw {sampled}; the counts and tables cover every point"
+    )
+
+
 _COMPARISON_COLUMNS = (
     ("name", "design / GPU"),
     ("precision", "precision"),
@@ -363,20 +410,6 @@ def _check_inputs(points: pd.DataFrame, objectives: Sequence[Objective], param_n
         )
 
 
-def drawn_points(data: ReportData, limit: int) -> pd.DataFrame:
-    """At most about ``limit`` rows of ``data.points`` for the charts: every Pareto design, and the others
-    evenly spaced in evaluation order (a browser draws thousands of markers well, not a million)."""
-    front = np.zeros(len(data.points), dtype=bool)
-    front[data.points.index.get_indexer(data.front.index)] = True
-    others = np.flatnonzero(~front)
-    room = max(0, limit - int(front.sum()))
-    if len(others) > room:
-        picks = np.unique(np.linspace(0, len(others) - 1, room).round().astype(np.int64)) if room else []
-        others = others[picks]
-    keep = np.sort(np.concatenate([np.flatnonzero(front), others]))
-    return data.points.iloc[keep].reset_index(drop=True)
-
-
 def render_report(
     points: pd.DataFrame,
     *,
@@ -388,22 +421,18 @@ def render_report(
     hypervolume: pd.DataFrame | None = None,
     notes: Sequence[str] = (),
     comparison: object | None = None,
+    max_drawn_points: int = MAX_DRAWN_POINTS,
 ) -> str:
     """The report as an HTML string (see write_report)."""
     _check_inputs(points, objectives, param_names)
     if "reason" not in points.columns:
         points = points.assign(reason=None)
     data = ReportData(points.reset_index(drop=True), list(objectives), list(constraints), list(param_names))
-    drawn = None
-    if len(points) > MAX_DRAWN_POINTS:
-        sample = drawn_points(data, MAX_DRAWN_POINTS)
-        drawn = ReportData(sample, list(objectives), list(constraints), list(param_names))
-        notes = [
-            *notes,
-            f"the charts draw {len(sample):,} of the {len(points):,} points: every Pareto design and an even "
-            "sample of the others (the counts and tables cover every point)",
-        ]
-    sections = _sections(data, {str(k): v for k, v in layers.items()}, hypervolume, drawn)
+    large = None
+    if len(points) > max_drawn_points:
+        large = large_run_view(data, max_drawn_points)
+        notes = [*notes, large_run_note(data, large, max_drawn_points)]
+    sections = _sections(data, {str(k): v for k, v in layers.items()}, hypervolume, large)
     if comparison is not None:
         sections.insert(len(sections) - 2, comparison_section(comparison))
     nav = "".join(f'<a href="#{s.anchor}">{html.escape(s.heading.split(" (")[0])}</a>' for s in sections)
@@ -434,8 +463,12 @@ def write_report(
     hypervolume: pd.DataFrame | None = None,
     notes: Sequence[str] = (),
     comparison: object | None = None,
+    max_drawn_points: int = MAX_DRAWN_POINTS,
 ) -> Path:
-    """Write the self-contained HTML report to ``path`` (atomically, so a reader never sees half a file)."""
+    """Write the self-contained HTML report to ``path`` (atomically, so a reader never sees half a file).
+
+    Above ``max_drawn_points`` points the trade-off charts draw the front and its neighbourhood one by one and
+    the other designs as density images (``dse.report.scale``), so the page stays small and quick to open."""
     document = render_report(
         points,
         title=title,
@@ -446,5 +479,6 @@ def write_report(
         hypervolume=hypervolume,
         notes=notes,
         comparison=comparison,
+        max_drawn_points=max_drawn_points,
     )
     return atomic_write_text(path, document)
