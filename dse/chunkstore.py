@@ -161,14 +161,22 @@ def chunk_next_seq(db: sqlite3.Connection) -> int:
     return int(db.execute("SELECT COALESCE(MAX(first_seq + n), 0) FROM chunks").fetchone()[0])
 
 
+def digest_heads(digests: np.ndarray) -> np.ndarray:
+    """The first 8 bytes of each digest as a big-endian integer: sorting and searching integers is several
+    times faster than 32-byte strings, and equal heads are told apart by the whole digest."""
+    raw = np.frombuffer(np.ascontiguousarray(digests, dtype=f"S{DIGEST_BYTES}").tobytes(), dtype=np.uint8)
+    return raw.reshape(-1, DIGEST_BYTES)[:, :8].copy().view(">u8").reshape(-1).astype(np.uint64)
+
+
 @dataclass
 class DigestIndex:
-    """Every stored key of a store as a sorted digest array, each with its place: ``(chunk id << 32) | row``
-    for a chunk's point, ``IN_POINTS_TABLE`` for a ``points`` row. ``refresh`` reads only what was stored
-    since the last look (chunks by id, points by seq), so a sweep keeps it current at the cost of its own
-    writes. Keys of transient failures are left out: such a point is evaluated again, and its row replaced."""
+    """Every stored key of a store, sorted, each with its place: ``(chunk id << 32) | row`` for a chunk's
+    point, ``IN_POINTS_TABLE`` for a ``points`` row. ``refresh`` reads only what was stored since the last look
+    (chunks by id, points by seq), so a sweep keeps it current at the cost of its own writes. Keys of
+    transient failures are left out: such a point is evaluated again, and its row replaced."""
 
-    digests: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=f"S{DIGEST_BYTES}"))
+    heads: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.uint64))  # sorted
+    digests: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=f"S{DIGEST_BYTES}"))  # by head
     places: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     transient: set[str] = field(default_factory=set)
     last_chunk: int = 0
@@ -176,9 +184,8 @@ class DigestIndex:
 
     def refresh(self, db: sqlite3.Connection, transient_reasons: Sequence[str]) -> None:
         new_digests, new_places = [], []
-        for chunk_id, keys, n in db.execute(
-            "SELECT id, keys, n FROM chunks WHERE id > ? ORDER BY id", (self.last_chunk,)
-        ):
+        query = "SELECT id, keys, n FROM chunks WHERE id > ? ORDER BY id"
+        for chunk_id, keys, n in db.execute(query, (self.last_chunk,)):
             new_digests.append(np.frombuffer(keys, dtype=f"S{DIGEST_BYTES}"))
             new_places.append((np.int64(chunk_id) << 32) | np.arange(n, dtype=np.int64))
             self.last_chunk = max(self.last_chunk, chunk_id)
@@ -199,27 +206,43 @@ class DigestIndex:
 
     def add(self, digests: np.ndarray, places: np.ndarray) -> None:
         """Merge keys in (kept sorted: one ``np.insert`` per batch, not a sort of the whole index)."""
-        order = np.argsort(digests, kind="stable")
-        digests, places = digests[order], places[order]
-        at = np.searchsorted(self.digests, digests)
-        self.digests = np.insert(self.digests, at, digests)
-        self.places = np.insert(self.places, at, places)
+        heads = digest_heads(digests)
+        order = np.argsort(heads, kind="stable")
+        at = np.searchsorted(self.heads, heads[order])
+        self.heads = np.insert(self.heads, at, heads[order])
+        self.digests = np.insert(self.digests, at, digests[order])
+        self.places = np.insert(self.places, at, places[order])
 
     def find(self, digests: np.ndarray) -> np.ndarray:
         """The place of each digest, or -2 where it is not stored."""
-        if len(self.digests) == 0:
-            return np.full(len(digests), -2, dtype=np.int64)
-        at = np.minimum(np.searchsorted(self.digests, digests), len(self.digests) - 1)
-        return np.where(self.digests[at] == digests, self.places[at], -2)
+        found = np.full(len(digests), -2, dtype=np.int64)
+        if len(self.heads) == 0 or len(digests) == 0:
+            return found
+        heads = digest_heads(digests)
+        at = np.searchsorted(self.heads, heads)
+        inside = at < len(self.heads)
+        at_safe = np.minimum(at, len(self.heads) - 1)
+        same_head = inside & (self.heads[at_safe] == heads)
+        exact = same_head & (self.digests[at_safe] == digests)
+        found[exact] = self.places[at_safe[exact]]
+        for i in np.flatnonzero(same_head & ~exact):  # another key with the same 8 first bytes: walk its run
+            j = int(at[i]) + 1
+            while j < len(self.heads) and self.heads[j] == heads[i]:
+                if self.digests[j] == digests[i]:
+                    found[i] = self.places[j]
+                    break
+                j += 1
+        return found
 
-    def _prefix_range(self, prefix: str) -> slice:
+    def _prefix_range(self, prefix: str) -> np.ndarray:
         """The index rows whose hex key starts with ``prefix`` (a point_id, 12 hex digits)."""
-        raw = bytes.fromhex(prefix[: len(prefix) - len(prefix) % 2])
-        low, high = np.array([raw, raw + b"\xff" * (DIGEST_BYTES - len(raw))], dtype=f"S{DIGEST_BYTES}")
-        lo = int(np.searchsorted(self.digests, low))
-        hi = int(np.searchsorted(self.digests, high, side="right"))
+        even = bytes.fromhex(prefix[: len(prefix) - len(prefix) % 2])[:8]
+        low = int.from_bytes(even.ljust(8, b"\x00"), "big")
+        high = int.from_bytes(even.ljust(8, b"\xff"), "big")
+        lo = int(np.searchsorted(self.heads, np.uint64(low)))
+        hi = int(np.searchsorted(self.heads, np.uint64(high), side="right"))
         matching = [i for i, key in enumerate(hex_keys(self.digests[lo:hi])) if key.startswith(prefix)]
-        return slice(lo + matching[0], lo + matching[-1] + 1) if matching else slice(0, 0)
+        return np.array([lo + i for i in matching], dtype=np.int64)
 
     def with_prefix(self, prefix: str) -> list[int]:
         """Places of the keys that start with a hex ``prefix`` (a point_id)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,39 +70,58 @@ def finish_run(
     objectives, constraints = list(context.objectives), list(context.constraints)
     free_names = context.free_names
     points, outside = collect_points(context, store)
-    layers = {pid: store.layers_frame(pid) for pid in points.loc[points["pareto"], "point_id"]}
-    if layer_rows is not None and context.evaluator_name == "analytical":
-        wanted = [pid for pid, frame in layers.items() if frame.empty]
-        if len(wanted) > LAYER_DESIGNS:  # a large front: the designs a reader opens first (the report's)
-            near = set(designs_near_knee(points[points["pareto"]], objectives, LAYER_DESIGNS))
-            notes = notes + [
-                f"per-layer rows evaluated for the {LAYER_DESIGNS} front designs nearest the knee of "
-                f"{len(layers)}; `dse evaluate SPEC --point NAME=VALUE ... --layers OUT.csv` writes any other's"
-            ]
-            wanted = [pid for pid in wanted if pid in near]
-        records = store.points(wanted)
-        for pid, record in records.items():
-            if record.ok:
-                store.put_layers(record.key, layer_rows(record.params))
-                layers[pid] = store.layers_frame(pid)
     pareto = pareto_frame(points, objectives)
     history = hypervolume_history(points, objectives, constraints)
     if counts is not None:
         notes = notes + run_notes(points, counts)
     if outside:
         notes.append(f"{outside} stored point(s) of earlier runs in this directory lie outside this spec's space")
-    write_outputs(out_dir, spec, points, pareto, history)
-    comparison = None
-    if spec.baselines:
-        try:
-            comparison = compare_run(spec, pareto, layers, param_names=free_names, graph=context.graph)
-            write_comparison(out_dir, comparison)
-        except UserError as err:
-            notes.append(f"GPU comparison not written: {err}")
-    report = _write_report(
-        out_dir, spec, points, objectives, constraints, free_names, layers, history, notes, comparison
-    )
+    # the files are written (Arrow's writers let go of the GIL) while the front's layers and the report are built
+    with ThreadPoolExecutor(max_workers=1) as writer:
+        written = writer.submit(write_outputs, out_dir, spec, points, pareto, history)
+        layers, layer_notes = front_layers(context, store, points, layer_rows)
+        notes = notes + layer_notes
+        comparison = None
+        if spec.baselines:
+            try:
+                comparison = compare_run(spec, pareto, layers, param_names=free_names, graph=context.graph)
+                write_comparison(out_dir, comparison)
+            except UserError as err:
+                notes.append(f"GPU comparison not written: {err}")
+        report = _write_report(
+            out_dir, spec, points, objectives, constraints, free_names, layers, history, notes, comparison
+        )
+        written.result()
     return report, points, pareto, notes
+
+
+def front_layers(
+    context: RunContext,
+    store: Store,
+    points: pd.DataFrame,
+    layer_rows: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None,
+) -> tuple[dict[str, pd.DataFrame], list[str]]:
+    """The per-layer rows of the Pareto designs, by point_id, and a note when only some were evaluated.
+
+    Rows the store lacks (the array path keeps none) are evaluated by ``layer_rows`` and stored; on a large
+    front only for the ``LAYER_DESIGNS`` designs nearest the knee, the ones a reader opens first."""
+    layers = {pid: store.layers_frame(pid) for pid in points.loc[points["pareto"], "point_id"]}
+    notes: list[str] = []
+    if layer_rows is None or context.evaluator_name != "analytical":
+        return layers, notes
+    wanted = [pid for pid, frame in layers.items() if frame.empty]
+    if len(wanted) > LAYER_DESIGNS:
+        near = set(designs_near_knee(points[points["pareto"]], list(context.objectives), LAYER_DESIGNS))
+        notes.append(
+            f"per-layer rows evaluated for the {LAYER_DESIGNS} front designs nearest the knee of "
+            f"{len(layers)}; `dse evaluate SPEC --point NAME=VALUE ... --layers OUT.csv` writes any other's"
+        )
+        wanted = [pid for pid in wanted if pid in near]
+    for pid, record in store.points(wanted).items():
+        if record.ok:
+            store.put_layers(record.key, layer_rows(record.params))
+            layers[pid] = store.layers_frame(pid)
+    return layers, notes
 
 
 def annotate(frame: pd.DataFrame, objectives: Sequence[Objective], constraints: Sequence[Constraint]) -> pd.DataFrame:
@@ -238,11 +258,13 @@ def write_outputs(out_dir: Path, spec: Spec, points: pd.DataFrame, pareto: pd.Da
 
 def parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     """Arrow needs one type per column: a param mixing numbers and strings (e.g. [16, auto]) becomes text."""
+    objects = [c for c in frame.columns if pd.api.types.is_object_dtype(frame[c])]
+    mixed = [c for c in objects if pd.api.types.infer_dtype(frame[c], skipna=True).startswith("mixed")]
+    if not mixed:
+        return frame
     out = frame.copy()
-    for column in [c for c in out.columns if pd.api.types.is_object_dtype(out[c])]:
-        kinds = {type(v) for v in out[column] if v is not None and not (isinstance(v, float) and np.isnan(v))}
-        if len(kinds) > 1:
-            out[column] = out[column].map(lambda v: None if v is None else str(v))
+    for column in mixed:
+        out[column] = out[column].map(lambda v: None if v is None else str(v))
     return out
 
 
