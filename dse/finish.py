@@ -151,6 +151,9 @@ def collect_points(context: RunContext, store: Store) -> tuple[pd.DataFrame, int
         params += [c for c in param_names(chunk.table) if c not in params]
     if not frames:
         frames = [store.points_frame(param_names=context.param_names, records=[])]
+    texts = {f["reason"].dtype for f in frames[:points_rows]} - {np.dtype(object)}
+    if texts:  # failure messages in a text column (pandas' str): the chunks' empty reasons take its type
+        frames[points_rows:] = [f.assign(reason=f["reason"].astype(texts.pop())) for f in frames[points_rows:]]
     points = frames[0] if len(frames) == 1 else _joined(frames, params)
     if 0 < points_rows < len(frames):  # both tables: in evaluation order
         points = points.sort_values("seq", kind="stable").reset_index(drop=True)

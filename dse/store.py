@@ -356,6 +356,10 @@ class Store:
             marks = ",".join("?" * len(part))
             query = f"SELECT key, status, reason, seq FROM points WHERE key IN ({marks})"
             found.update((key, (status, reason, seq)) for key, status, reason, seq in self._db.execute(query, part))
+        missing = [key for key in unique if key not in found]
+        if missing and self.has_chunks():  # an array-path point: always ok, never replaced
+            places = self.digest_index().find(digests_of(missing))
+            found.update((key, ("ok", None, -1)) for key, place in zip(missing, places.tolist()) if place >= 0)
         return found
 
     def count(self, fingerprint: str | None = None) -> int:

@@ -70,6 +70,10 @@ INTEGRATION_MODULES = frozenset(
 # "module.py::test_name" (every parameter) or "module.py::test_name[id]" (one) -> why it runs only with
 # -m slow, naming the default test that covers the same code.
 SLOW_TESTS: dict[str, str] = {
+    "test_column_sweep.py::test_the_two_paths_resume_each_other": (
+        "three explorer runs that write their files and reports (~3 s); the default "
+        "test_array_and_point_paths_store_the_same_points and the store's chunk tests cover the same code"
+    ),
     "test_onnx_contrib.py::test_quantizers_keep_the_macs_and_label_precision": (
         "importing onnxruntime.quantization alone takes seconds; the default kernel tests cover the same "
         "converters (QGemm, MatMulNBits, DynamicQuantizeMatMul) on hand-built nodes checked against onnxruntime"

@@ -95,6 +95,10 @@ def assert_no_process_left(tag: str) -> None:
     assert not left, [(p.pid, " ".join(p.cmdline())[:120]) for p in left]
 
 
+# the points of a store: its point rows and the array path's chunks (dse/chunkstore.py)
+COUNTS = {"points": "SELECT COUNT(*) FROM points", "chunks": "SELECT COALESCE(SUM(n), 0) FROM chunks"}
+
+
 def stored(run: Path) -> int:
     """Points in the run's store, after checking SQLite finds the whole file sound."""
     path = run / "store.sqlite"
@@ -103,14 +107,15 @@ def stored(run: Path) -> int:
     with closing(sqlite3.connect(path, timeout=30)) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        return db.execute("SELECT COUNT(*) FROM points").fetchone()[0] if "points" in tables else 0
+        return sum(db.execute(COUNTS[table]).fetchone()[0] for table in COUNTS if table in tables)
 
 
 def live_count(run: Path) -> int:
     """Points stored so far by a running explorer (no integrity check: it is writing)."""
     try:
         with closing(sqlite3.connect(run / "store.sqlite", timeout=5)) as db:
-            return db.execute("SELECT COUNT(*) FROM points").fetchone()[0]
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            return sum(db.execute(COUNTS[table]).fetchone()[0] for table in COUNTS if table in tables)
     except sqlite3.OperationalError:  # no store or no table yet
         return 0
 
@@ -159,6 +164,9 @@ KILL_SEED = 33
 # killed when it has not ended by then
 KILLS = [("local", "start")] * 4 + [("dask", "start")] * 2 + [("local", "sweep")] * 11 + [("dask", "sweep")] * 3
 OUTPUT_KILLS = [("local", "outputs"), ("dask", "outputs")]
+# no executor named: the array path (dse/column_sweep.py), a chunk of points per transaction, killed a random time
+# after launch; last, since one chunk may store every point left
+ARRAY_KILLS = [("arrays", "start")] * 2
 
 
 def kill_at(moment: str, process: subprocess.Popen, run: Path, rng: random.Random) -> bool:
@@ -191,9 +199,10 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path) -> None:
     schedule = rng.sample(KILLS, len(KILLS))
     kills, before = 0, 0
     killed_pids: set[int] = set()
-    for index, (executor, moment) in enumerate([*schedule, ("local", "finish"), *OUTPUT_KILLS]):
+    for index, (executor, moment) in enumerate([*schedule, *ARRAY_KILLS, ("local", "finish"), *OUTPUT_KILLS]):
         tag = uuid.uuid4().hex
-        process = start("explore", str(spec), "-o", str(run), "-q", "--executor", executor, "--workers", "2", tag=tag)
+        chosen = [] if executor == "arrays" else ["--executor", executor, "--workers", "2"]
+        process = start("explore", str(spec), "-o", str(run), "-q", *chosen, tag=tag)
         if moment == "finish":  # the rest of the sweep, to its end
             _, err = process.communicate(timeout=600)
             assert process.returncode == 0, err
