@@ -176,3 +176,17 @@ class HwModel(Protocol):
     name: str
 
     def evaluate(self, mapping: Mapping, arch: Arch) -> Metrics: ...
+
+
+def where(condition: Any, yes: Any, no: Any) -> Any:
+    """``yes if condition else no`` for one design, elementwise for numpy columns of many (the array paths)."""
+    if any(isinstance(x, np.ndarray) for x in (condition, yes, no)):
+        return np.where(condition, yes, no)
+    return yes if condition else no
+
+
+def largest(values: list[Any]) -> Any:
+    """``max(values)`` for one design's numbers, elementwise for numpy columns of many (the array paths)."""
+    if any(isinstance(x, np.ndarray) for x in values):
+        return np.maximum.reduce(np.broadcast_arrays(*values))
+    return max(values)
