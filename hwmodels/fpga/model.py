@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dse.graph import Graph, Op
-from hwmodels.base import LayerMetrics, Metrics, design_figures, graph_batch, largest, where
+from hwmodels.base import LayerMetrics, Metrics, design_figures, graph_batch
 from hwmodels.catalogs.fpga import FpgaPart, get_part
+from hwmodels.columns import largest, where
 from hwmodels.fpga.cost import (
     MODEL_OVERHEAD_CYCLES,
     ComputePlan,
