@@ -200,7 +200,7 @@ def gemm_cost(
         l2_s=l2_s,
         launch_s=launch_s,
         flops=float(gemm.flops),
-        issued_flops=float(blocks * tile_ops),
+        issued_flops=blocks * tile_ops,  # a float: tile_ops is
         dram_read_bytes=reads,
         dram_write_bytes=c_dram_bytes,
         l2_bytes=l2_bytes,
