@@ -94,6 +94,14 @@ SLOW_TESTS: dict[str, str] = {
         "two explore runs with files and reports: test_explorer_streams_a_grid_to_the_array_evaluator checks the "
         "array sweep's stored metrics in memory"
     ),
+    "test_fpga_arrays.py::test_array_evaluation_equals_the_scalar_path_on_ten_thousand_designs": (
+        "10,000 random designs on each of two graphs through the scalar path (about 2 minutes on 2 loaded cores): "
+        "test_array_evaluation_equals_the_scalar_path_on_random_designs checks the same code on 400 points"
+    ),
+    "test_gpu_arrays.py::test_array_evaluation_equals_the_scalar_path_on_ten_thousand_designs": (
+        "10,000 random designs on a CNN, ResNet-18 and BERT through the scalar path's tile searches (minutes): "
+        "test_array_evaluation_equals_the_scalar_path_on_random_designs checks the same code on 40 points"
+    ),
     "test_systolic_arrays.py::test_array_evaluation_equals_the_scalar_model_on_ten_thousand_designs": (
         "10,000 random designs over every axis with USER walks and CALC replays (minutes of the scalar path): "
         "test_array_evaluation_equals_the_scalar_model_on_random_designs checks the same code on 88 designs"

@@ -5,11 +5,11 @@ per layer, part, clock, dataflow / sequential / hybrid execution), equal within 
 
 from __future__ import annotations
 
-import math
 import random
 
 import numpy as np
 import pytest
+from array_checks import assert_row_equal
 
 from dse.evaluate import PointEvaluator
 from dse.graph import Graph
@@ -19,7 +19,6 @@ from hwmodels.fpga.arrays import FpgaArrayEvaluator
 from templates.base import TemplateError
 from templates.fpga_dataflow import LAYER_KNOBS, MAX_LAYERS, FpgaDataflowTemplate, layer_knob_columns
 
-TOLERANCE = 1e-12
 FIXED = {"clock_period_ns": 4.0}
 
 
@@ -71,13 +70,7 @@ def assert_equal_to_scalar(graph: Graph, points: list[dict]) -> int:
             with pytest.raises(TemplateError):
                 scalar(point)
             continue
-        want = scalar(point).flat()
-        row = int(np.searchsorted(index, i))
-        assert list(columns) == list(want), point
-        for name, value in want.items():
-            have = columns[name][row]
-            if not (math.isinf(value) and have == value):
-                assert have == pytest.approx(value, rel=TOLERANCE, abs=0.0), (name, point)
+        assert_row_equal(scalar(point).flat(), columns, int(np.searchsorted(index, i)), point)
     return len(accepted)
 
 

@@ -127,7 +127,7 @@ def _evaluate_group(
             assert traffic is not None
             key = (kernel.gemm, kernel.a_dram, kernel.b_dram, traffic.dram_write, kernel.extra_dram)
             if key not in searched:
-                searched[key] = _fastest_tiles(kernel, grid_arch)
+                searched[key] = fastest_tiles(kernel, grid_arch)
             cost, found = searched[key]
             fits &= found
         else:
@@ -143,7 +143,7 @@ def _evaluate_group(
     return values, totals, fits
 
 
-def _fastest_tiles(kernel: GpuKernel, arch: GpuArch) -> tuple[KernelCost, np.ndarray]:
+def fastest_tiles(kernel: GpuKernel, arch: GpuArch) -> tuple[KernelCost, np.ndarray]:
     """The mapper's ``best_tile`` for every design of ``arch`` (columns of shape (designs, 1)) at once: the
     chosen tile's ``KernelCost`` as columns, and whether any tile fits each design."""
     assert kernel.gemm is not None

@@ -372,13 +372,18 @@ class SystolicArrayEvaluator:
         return evaluate_designs(self.graph, designs), index
 
     @staticmethod
-    def flat_rows(metrics: ArrayMetrics) -> list[dict[str, float]]:
-        """``Metrics.flat()`` of every design: the values, then ``energy_<part>_mj``, then ``area_<block>_mm2``."""
-        names = list(metrics.values) + [f"energy_{k}_mj" for k in metrics.energy_breakdown_pj]
-        names += [f"area_{k}_mm2" for k in metrics.area_breakdown_mm2 if k != "total"]
-        columns = [metrics.values[k] for k in metrics.values]
-        columns += [metrics.energy_breakdown_pj[k] * 1e-9 for k in metrics.energy_breakdown_pj]
-        columns += [
-            np.asarray(metrics.area_breakdown_mm2[k], dtype=float) for k in metrics.area_breakdown_mm2 if k != "total"
-        ]
-        return [dict(zip(names, row)) for row in zip(*(c.tolist() for c in columns))]
+    def flat_columns(metrics: ArrayMetrics) -> dict[str, np.ndarray]:
+        """``Metrics.flat()`` of every design as columns: the values, then ``energy_<part>_mj``, then
+        ``area_<block>_mm2``, one float64 column each."""
+        out = {name: np.asarray(column, dtype=float) for name, column in metrics.values.items()}
+        out.update({f"energy_{k}_mj": v * 1e-9 for k, v in metrics.energy_breakdown_pj.items()})
+        out.update(
+            {f"area_{k}_mm2": np.asarray(v, dtype=float) for k, v in metrics.area_breakdown_mm2.items() if k != "total"}
+        )
+        return out
+
+    @classmethod
+    def flat_rows(cls, metrics: ArrayMetrics) -> list[dict[str, float]]:
+        """``Metrics.flat()`` of every design, one dict each (``flat_columns`` by rows)."""
+        columns = cls.flat_columns(metrics)
+        return [dict(zip(columns, row)) for row in zip(*(c.tolist() for c in columns.values()))]
