@@ -99,7 +99,8 @@ SLOW_TESTS: dict[str, str] = {
         "test_array_evaluation_equals_the_scalar_path_on_random_designs checks the same code on 400 points"
     ),
     "test_gpu_arrays.py::test_array_evaluation_equals_the_scalar_path_on_ten_thousand_designs": (
-        "10,000 random designs on a CNN, ResNet-18 and BERT through the scalar path's tile searches (minutes): "
+        "10,000 random designs on a CNN, a one-layer BERT and ResNet-18 through the scalar path's tile searches "
+        "(minutes): "
         "test_array_evaluation_equals_the_scalar_path_on_random_designs checks the same code on 40 points"
     ),
     "test_systolic_arrays.py::test_array_evaluation_equals_the_scalar_model_on_ten_thousand_designs": (

@@ -102,12 +102,18 @@ def test_array_evaluation_equals_the_scalar_path_on_random_designs():
 
 
 def test_array_evaluation_equals_the_scalar_path_on_ten_thousand_designs():
-    """Slow suite: 10,000 random designs over a CNN, ResNet-18 (skip connections, L2 residency) and a transformer
-    (BERT: batched attention matmuls, softmax, layernorm, tensor-parallel all-reduces)."""
+    """Slow suite: 10,000 random designs (of 11,700 points, some refused) over a CNN, a one-layer BERT (batched
+    attention matmuls, softmax, layernorm, tensor-parallel all-reduces) and ResNet-18 (skip connections, L2
+    residency): a few minutes, most of them the scalar path's tile searches."""
     rng = random.Random(7)
     compared = 0
-    for name, count in (("small_cnn", 5_000), ("resnet18", 4_000), ("bert_base", 3_500)):
-        compared += assert_equal_to_scalar(build(name), [random_point(rng) for _ in range(count)])
+    graphs = (
+        (build("small_cnn"), 7_200),
+        (build("bert_base", seq_len=64, num_layers=1), 2_800),
+        (build("resnet18"), 1_700),
+    )
+    for graph, count in graphs:
+        compared += assert_equal_to_scalar(graph, [random_point(rng) for _ in range(count)])
     assert compared >= 10_000
 
 
