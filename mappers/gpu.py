@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -286,9 +287,16 @@ def kernel_inputs(graph: Graph, root: Op, fused: list[Op]) -> tuple[list[str], l
 
 
 class GpuTileMapper:
-    """Kernels with epilogue fusion, L2 residency and the fastest legal threadblock tile per GEMM."""
+    """Kernels with epilogue fusion, L2 residency and the fastest legal threadblock tile per GEMM.
+
+    ``choose_tile`` is the tile search (``best_tile``'s arguments and result); the array evaluation
+    (``hwmodels.gpu.arrays``) maps a group of designs once with a stand-in and searches every design's tiles itself.
+    It is not a mapper option: a spec cannot set it."""
 
     name = "tile"
+
+    def __init__(self, choose_tile: Callable[..., tuple[Tile, float]] = best_tile):
+        self.choose_tile = choose_tile
 
     def map(self, graph: Graph, arch: GpuArch) -> Mapping:
         if getattr(arch, "kind", "") != "gpu":
@@ -340,7 +348,7 @@ class GpuTileMapper:
                 a_dram, b_dram, extra_dram = self._gemm_operand_dram(graph, op, inputs, weights, resident, eb, div)
                 if gemm.sparse_2_4 and op.weights:  # 2:4-compressed weights: half the values + 2-bit indices
                     b_dram *= compressed_weight_fraction(eb)
-                chosen, _ = best_tile(gemm, arch, a_dram, b_dram, traffic.dram_write, extra_dram)
+                chosen, _ = self.choose_tile(gemm, arch, a_dram, b_dram, traffic.dram_write, extra_dram)
                 tile = {"BM": chosen.bm, "BN": chosen.bn, "BK": chosen.bk, "split_k": chosen.split_k}
                 kernel = replace(
                     kernel, unit="tensor", gemm=gemm, tile=chosen, a_dram=a_dram, b_dram=b_dram, extra_dram=extra_dram

@@ -9,7 +9,8 @@ launch cost, achievable fractions, NVLink) become numpy columns of a ``GpuArch``
 The tile search, which depends on every one of those numbers, runs for all the designs and every tile at once:
 ``gemm_cost`` (the mapper's and the model's one formula) on a (designs x tiles) grid, ``tile_fits`` and
 ``tile_allowed`` for legality, and ``tile_rank``'s order (time, then the larger tile, then the first) for the
-choice. The kernels' figures are ``kernel_figures`` and the design's ``design_values``, the functions
+choice. The group's mapping is made with a stand-in tile (``GpuTileMapper(choose_tile=stand_in_tile)``), so no
+scalar tile search runs. The kernels' figures are ``kernel_figures`` and the design's ``design_values``, the functions
 ``GpuModel.evaluate`` calls, summed in its order. Per-layer rows are not produced.
 """
 
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from dse.graph import Graph
-from hwmodels.gpu.cost import KernelCost, Tile, tile_fits
+from hwmodels.gpu.cost import Gemm, KernelCost, Tile, tile_fits
 from hwmodels.gpu.model import collective_seconds, design_values, kernel_figures, memory_cost, tile_cost
 from mappers.base import Mapping, MappingError
 from mappers.gpu import GpuTileMapper, tile_allowed, tile_grid, tile_rank
@@ -70,6 +71,13 @@ def group_key(arch: GpuArch) -> GpuArch:
     return replace(arch, display="", tuning=tuning, **dict.fromkeys(NUMERIC_FIELDS, 0))
 
 
+def stand_in_tile(gemm: Gemm, arch: GpuArch, *operands: float) -> tuple[Tile, float]:
+    """The tile search of a group's mapping: the first tile shape, unsearched (``fastest_tiles`` searches each
+    design's)."""
+    del gemm, operands
+    return tile_grid(arch)[0], 0.0
+
+
 def column_arch(archs: Sequence[GpuArch], shape: tuple[int, ...]) -> GpuArch:
     """The designs of one group as one GpuArch whose numeric fields are columns of ``shape``."""
     numeric = {name: np.array([getattr(a, name) for a in archs], dtype=float).reshape(shape) for name in NUMERIC_FIELDS}
@@ -87,9 +95,8 @@ def evaluate_designs(graph: Graph, archs: Sequence[GpuArch]) -> tuple[GpuArrayMe
     for i, arch in enumerate(archs):
         groups.setdefault(group_key(arch), []).append(i)
     for members in groups.values():
-        roomiest = max(members, key=lambda i: (archs[i].smem_kib_per_sm, i))  # if no tile fits it, none fits any
-        try:
-            mapping = GpuTileMapper().map(graph, archs[roomiest])
+        try:  # the kernels, fusion, residency and traffic; every design's tiles are searched below
+            mapping = GpuTileMapper(choose_tile=stand_in_tile).map(graph, archs[members[0]])
         except MappingError:
             continue
         for start in range(0, len(members), CHUNK_DESIGNS):
@@ -151,10 +158,12 @@ def fastest_tiles(kernel: GpuKernel, arch: GpuArch) -> tuple[KernelCost, np.ndar
     grid = Tile(*(np.array([getattr(t, f.name) for t in tiles])[None, :] for f in fields(Tile)))
     cost = tile_cost(kernel, grid, arch)
     usable = np.broadcast_to(tile_fits(grid, arch), np.shape(cost.seconds))
-    seconds, minus_area = (np.broadcast_to(x, usable.shape) for x in tile_rank(cost.seconds, grid))
-    ranked = np.lexsort((minus_area, np.where(usable, seconds, np.inf)), axis=-1)  # stable: the first of equals
-    chosen = ranked[:, :1]
-    found = np.take_along_axis(usable, chosen, axis=1)[:, 0]
+    remaining = usable  # the tiles still tied for the best rank, key after key; then the first of them
+    for key in tile_rank(cost.seconds, grid):
+        masked = np.where(remaining, key, np.inf)
+        remaining = remaining & (masked == masked.min(axis=1, keepdims=True))
+    chosen = np.argmax(remaining, axis=1)[:, None]
+    found = usable.any(axis=1)
 
     def pick(value: Any) -> Any:
         if not isinstance(value, np.ndarray):
