@@ -21,7 +21,9 @@ from hwmodels.accuracy.base import AccuracyFactory
 from hwmodels.accuracy.fpga_accuracy import FpgaAccuracy
 from hwmodels.accuracy.precision_accuracy import PrecisionAccuracy
 from hwmodels.base import HwModel
+from hwmodels.fpga.arrays import FpgaArrayEvaluator
 from hwmodels.fpga.model import FpgaDataflowModel
+from hwmodels.gpu.arrays import GpuArrayEvaluator
 from hwmodels.gpu.model import GpuModel
 from hwmodels.multicore.model import MulticoreModel
 from hwmodels.rdu.model import RduModel
@@ -77,8 +79,8 @@ class Family:
     # accuracy metrics for this family
     accuracy: AccuracyFactory | None = None
     # evaluates a batch of points of one graph at once with the default mapper, exactly as the hardware model
-    # does point by point ((graph, fixed params) -> an object with ``evaluate_points`` and ``flat_rows``,
-    # ``hwmodels.systolic.arrays.SystolicArrayEvaluator``); the explorer streams grid and random sweeps to it
+    # does point by point ((graph, fixed params) -> an object with ``evaluate_points``, ``flat_columns`` and
+    # ``flat_rows``: ``hwmodels.{systolic,fpga,gpu}.arrays``); the explorer streams grid and random sweeps to it
     array_evaluator: Callable[[Graph, dict], Any] | None = None
     doc: str = ""
 
@@ -112,6 +114,7 @@ FAMILIES: dict[str, Family] = {
         surrogates=SurrogateBasis(closed_form="hls4ml"),
         exporters=(HLS4ML,),
         accuracy=FpgaAccuracy,  # the hls4ml network emulated bit for bit at each layer's precision
+        array_evaluator=FpgaArrayEvaluator,
         doc="hls4ml-style FPGA layer pipeline",
     ),
     GPU_KIND: Family(
@@ -120,6 +123,7 @@ FAMILIES: dict[str, Family] = {
         hwmodel=GpuModel,
         surrogates=SurrogateBasis(closed_form="tile"),
         accuracy=PrecisionAccuracy.of_graph,
+        array_evaluator=GpuArrayEvaluator,
         doc="GPU: catalog parts or custom, threadblock tiling",
     ),
     "rdu": Family(

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import numpy as np
-
 from dse.graph import Graph
+from hwmodels.columns import rate
 from mappers.base import Mapping
 from templates.base import Arch
 
@@ -144,27 +143,18 @@ def design_figures(
     busy = seconds if interval_seconds is None else interval_seconds
     energy_mj = energy_pj * 1e-9
     latency_ms = seconds * 1e3
-    power_w = _rate(energy_pj * 1e-12, busy)
-    ops_per_s = _rate(ops, busy)
+    power_w = rate(energy_pj * 1e-12, busy)
+    ops_per_s = rate(ops, busy)
     if throughput_ips is None:
-        throughput_ips = _rate(batch, busy)
+        throughput_ips = rate(batch, busy)
     return DesignFigures(
         latency_ms=latency_ms,
         throughput_ips=throughput_ips,
         energy_mj=energy_mj,
         edp=energy_mj * latency_ms,
         power_w=power_w,
-        tops_per_w=_rate(ops_per_s / 1e12, power_w),
+        tops_per_w=rate(ops_per_s / 1e12, power_w),
     )
-
-
-def _rate(amount: Any, per: Any) -> Any:
-    """``amount / per``, 0 where ``per`` is not positive: for numbers, or numpy columns of many designs (the
-    array evaluation, ``hwmodels.systolic.arrays``)."""
-    if isinstance(amount, np.ndarray) or isinstance(per, np.ndarray):
-        shape = np.broadcast_shapes(np.shape(amount), np.shape(per))
-        return np.divide(amount, per, out=np.zeros(shape), where=np.asarray(per) > 0)
-    return amount / per if per > 0 else 0.0
 
 
 def graph_batch(graph: Graph) -> int:

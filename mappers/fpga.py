@@ -93,20 +93,8 @@ class FpgaDataflowMapper:
     name = "hls4ml"
 
     def map(self, graph: Graph, arch: FpgaArch) -> Mapping:
-        _check_chain(graph)
-        groups: list[list[Op]] = []
-        for op in graph.ops:
-            if _is_compute(op):
-                groups.append([op])
-            elif not groups:
-                raise MappingError(
-                    f"op {op.name!r} ({op.kind.value}) comes before any Dense/Conv layer; the fpga_dataflow mapper "
-                    "needs the network to start with a compute layer",
-                    node=op.name,
-                )
-            else:
-                groups[-1].append(op)
-        plans = [self._plan(i, group[0], arch, graph.batch) for i, group in enumerate(groups)]
+        groups = layer_groups(graph)
+        plans = [plan_layer(i, group[0], arch, graph.batch) for i, group in enumerate(groups)]
         aux = {op.name: aux_cycles(op, arch.io_type, graph) for group in groups for op in group[1:]}
         bottleneck = max([p.interval for p in plans] + [ii for _, ii in aux.values()])
         plans, engine = _assign_engines(plans, arch, bottleneck)
@@ -137,27 +125,48 @@ class FpgaDataflowMapper:
             solver={"status": "rule-based", "engine": engine, "notes": notes, "layer_names": [p.op for p in plans]},
         )
 
-    @staticmethod
-    def _plan(index: int, op: Op, arch: FpgaArch, samples: int) -> ComputePlan:
-        knobs = imported_weight_type(arch.layer(index), op, arch.override(index))
-        shape = layer_shape(op, samples)
-        valid = _valid_reuse_factors(shape.n_in, shape.n_out)
-        rf = closest_reuse_factor(valid, knobs.reuse_factor)
-        kind = "conv" if op.kind is OpKind.CONV else "dense"
-        cycles, interval = compute_cycles(shape, rf, knobs.strategy, arch.io_type, kind)
-        return ComputePlan(
-            index=index,
-            op=op.name,
-            kind=kind,
-            shape=shape,
-            knobs=knobs,
-            requested_reuse=knobs.reuse_factor,
-            reuse_factor=rf,
-            mults=math.ceil(shape.n_in * shape.n_out / rf),
-            engine="own",
-            cycles=cycles,
-            interval=interval,
-        )
+
+def layer_groups(graph: Graph) -> list[list[Op]]:
+    """The network's layer groups in order: each compute layer (Dense, Conv2D) with the activation, pooling and
+    softmax ops after it; refuses (``MappingError``, naming the op) what the mapper cannot express."""
+    _check_chain(graph)
+    groups: list[list[Op]] = []
+    for op in graph.ops:
+        if _is_compute(op):
+            groups.append([op])
+        elif not groups:
+            raise MappingError(
+                f"op {op.name!r} ({op.kind.value}) comes before any Dense/Conv layer; the fpga_dataflow mapper "
+                "needs the network to start with a compute layer",
+                node=op.name,
+            )
+        else:
+            groups[-1].append(op)
+    return groups
+
+
+def plan_layer(index: int, op: Op, arch: FpgaArch, samples: int) -> ComputePlan:
+    """Compute layer ``index`` (op ``op``) of ``arch`` on an engine of its own: its knobs, its legal ReuseFactor
+    (hls4ml's closest), multipliers and per-sample cycles (``samples``: the graph's batch)."""
+    knobs = imported_weight_type(arch.layer(index), op, arch.override(index))
+    shape = layer_shape(op, samples)
+    valid = _valid_reuse_factors(shape.n_in, shape.n_out)
+    rf = closest_reuse_factor(valid, knobs.reuse_factor)
+    kind = "conv" if op.kind is OpKind.CONV else "dense"
+    cycles, interval = compute_cycles(shape, rf, knobs.strategy, arch.io_type, kind)
+    return ComputePlan(
+        index=index,
+        op=op.name,
+        kind=kind,
+        shape=shape,
+        knobs=knobs,
+        requested_reuse=knobs.reuse_factor,
+        reuse_factor=rf,
+        mults=math.ceil(shape.n_in * shape.n_out / rf),
+        engine="own",
+        cycles=cycles,
+        interval=interval,
+    )
 
 
 def imported_weight_type(knobs: LayerKnobs, op: Op, override: dict) -> LayerKnobs:

@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from dse.graph import Graph, Op, OpKind
 from hwmodels.catalogs.gpu import assumption
@@ -84,34 +86,43 @@ def _bk_choices(elem_bytes: int, tensor: bool) -> tuple[int, ...]:
     return (64, 128) if elem_bytes == 1 else (32, 64) if elem_bytes == 2 else (16, 32)
 
 
+def tile_grid(arch: GpuArch) -> list[Tile]:
+    """Every tile shape the search considers for ``arch``'s precision and math, fitting or not, in its order."""
+    bks = _bk_choices(arch.elem_bytes, arch.uses_tensor_cores)
+    return [Tile(bm, bn, bk, split) for bm in TILE_M for bn in TILE_N for bk in bks for split in SPLIT_K]
+
+
 def candidate_tiles(arch: GpuArch) -> list[Tile]:
-    tensor = arch.uses_tensor_cores
-    out = []
-    for bm in TILE_M:
-        for bn in TILE_N:
-            for bk in _bk_choices(arch.elem_bytes, tensor):
-                for split in SPLIT_K:
-                    tile = Tile(bm, bn, bk, split)
-                    if tile_fits(tile, arch):
-                        out.append(tile)
-    return out
+    return [tile for tile in tile_grid(arch) if tile_fits(tile, arch)]
+
+
+def tile_allowed(gemm: Gemm, tile: Tile) -> bool:
+    """Whether ``tile`` may run ``gemm`` at all (whatever the GPU): each split of K must still run a pipelined
+    main loop, and cuDNN's implicit-GEMM convs do not split K."""
+    if tile.split_k > 1 and math.ceil(gemm.K / tile.split_k) < 2 * tile.bk:
+        return False
+    return not (tile.split_k > 1 and gemm.conv)
+
+
+def tile_rank(seconds: Any, tile: Tile) -> tuple[Any, Any]:
+    """What the tile search minimises, in order: the kernel's time, then minus the tile's area (ties go to the
+    larger tile, fewer blocks); among equal ranks the first tile of ``tile_grid`` stays."""
+    return seconds, -(tile.bm * tile.bn)
 
 
 @functools.lru_cache(maxsize=4096)
 def best_tile(
     gemm: Gemm, arch: GpuArch, a_dram: float, b_dram: float, c_dram: float, extra: float
 ) -> tuple[Tile, float]:
-    """The fastest legal tile for ``gemm`` and its time; ties go to the larger tile (fewer blocks)."""
-    best: tuple[float, int, Tile] | None = None
+    """The fastest legal tile for ``gemm`` and its time (``tile_rank``)."""
+    best: tuple[Any, Any, Tile] | None = None
     for tile in candidate_tiles(arch):
-        if tile.split_k > 1 and math.ceil(gemm.K / tile.split_k) < 2 * tile.bk:
-            continue  # each split must still run a pipelined main loop
-        if tile.split_k > 1 and gemm.conv:
-            continue  # cuDNN's implicit-GEMM convs do not split K
+        if not tile_allowed(gemm, tile):
+            continue
         cost = gemm_cost(
             gemm, tile, arch, a_dram_bytes=a_dram, b_dram_bytes=b_dram, c_dram_bytes=c_dram, extra_read_bytes=extra
         )
-        key = (cost.seconds, -(tile.bm * tile.bn), tile)
+        key = (*tile_rank(cost.seconds, tile), tile)
         if best is None or key[:2] < best[:2]:
             best = key
     if best is None:
@@ -276,9 +287,16 @@ def kernel_inputs(graph: Graph, root: Op, fused: list[Op]) -> tuple[list[str], l
 
 
 class GpuTileMapper:
-    """Kernels with epilogue fusion, L2 residency and the fastest legal threadblock tile per GEMM."""
+    """Kernels with epilogue fusion, L2 residency and the fastest legal threadblock tile per GEMM.
+
+    ``choose_tile`` is the tile search (``best_tile``'s arguments and result); the array evaluation
+    (``hwmodels.gpu.arrays``) maps a group of designs once with a stand-in and searches every design's tiles itself.
+    It is not a mapper option: a spec cannot set it."""
 
     name = "tile"
+
+    def __init__(self, choose_tile: Callable[..., tuple[Tile, float]] = best_tile):
+        self.choose_tile = choose_tile
 
     def map(self, graph: Graph, arch: GpuArch) -> Mapping:
         if getattr(arch, "kind", "") != "gpu":
@@ -330,7 +348,7 @@ class GpuTileMapper:
                 a_dram, b_dram, extra_dram = self._gemm_operand_dram(graph, op, inputs, weights, resident, eb, div)
                 if gemm.sparse_2_4 and op.weights:  # 2:4-compressed weights: half the values + 2-bit indices
                     b_dram *= compressed_weight_fraction(eb)
-                chosen, _ = best_tile(gemm, arch, a_dram, b_dram, traffic.dram_write, extra_dram)
+                chosen, _ = self.choose_tile(gemm, arch, a_dram, b_dram, traffic.dram_write, extra_dram)
                 tile = {"BM": chosen.bm, "BN": chosen.bn, "BK": chosen.bk, "split_k": chosen.split_k}
                 kernel = replace(
                     kernel, unit="tensor", gemm=gemm, tile=chosen, a_dram=a_dram, b_dram=b_dram, extra_dram=extra_dram

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from hwmodels.catalogs import gpu as gpu_catalog
@@ -122,85 +123,7 @@ class GpuTemplate(Template):
     kind: ClassVar[str] = "gpu"
 
     def params(self) -> list[Param]:
-        names = (*gpu_catalog.gpu_names(), CUSTOM)
-        assumption = gpu_catalog.assumption
-        return [
-            Param(
-                PART_PARAM,
-                "str",
-                DEFAULT_GPU,
-                "catalog GPU (or an alias such as h100, a100) or 'custom'; " + ", ".join(names),
-            ),
-            Param("precision", "str", "fp16", "operand precision (from the workload)", choices=PRECISIONS),
-            Param("tf32", "bool", False, "run fp32 GEMMs on TF32 tensor cores (else on CUDA cores)"),
-            Param("sms", "int", None, "streaming multiprocessors (default: the catalog's)", low=1, high=4096),
-            Param("clock_mhz", "float", None, "SM clock used for the peaks", low=100, high=5000, unit=" MHz"),
-            Param(
-                "tensor_tflops",
-                "float",
-                None,
-                "dense peak of the GEMM math at this precision",
-                low=0.01,
-                unit=" TFLOPS",
-            ),
-            Param(
-                "fp32_tflops", "float", None, "FP32 CUDA-core peak (elementwise, depthwise)", low=0.01, unit=" TFLOPS"
-            ),
-            Param("mem_gbps", "float", None, "DRAM bandwidth", low=1, unit=" GB/s"),
-            Param("mem_gb", "float", None, "DRAM capacity", low=0.1, unit=" GB"),
-            Param("l2_mib", "float", None, "L2 cache", low=0.0, unit=" MiB"),
-            Param(
-                "smem_kib_per_sm",
-                "float",
-                None,
-                "shared memory per SM (threadblock tiles live here)",
-                low=16,
-                unit=" KiB",
-            ),
-            Param("tdp_w", "float", None, "thermal design power", low=1, unit=" W"),
-            Param(
-                "launch_us",
-                "float",
-                None,
-                f"device fixed cost per kernel (default: fitted, else {assumption('launch_us'):g})",
-                low=0.0,
-                unit=" us",
-            ),
-            Param(
-                "compute_fraction",
-                "float",
-                None,
-                f"achievable share of tensor peak (default: fitted, else {assumption('compute_fraction'):g})",
-                low=0.05,
-                high=1.0,
-            ),
-            Param(
-                "bandwidth_fraction",
-                "float",
-                None,
-                f"achievable share of DRAM bandwidth for GEMMs (default: fitted, else "
-                f"{assumption('bandwidth_fraction'):g})",
-                low=0.05,
-                high=1.0,
-            ),
-            Param(
-                "execution",
-                "str",
-                "graph",
-                "graph: CUDA graph / TensorRT (device fixed cost only); eager: plus the host's per-call cost",
-                choices=EXECUTIONS,
-            ),
-            Param("gpus", "int", 1, "GPUs per node, tensor parallel over NVLink", low=1, high=64),
-            Param(
-                "sparsity",
-                "str",
-                "dense",
-                "2:4: GEMMs whose weights carry a 2:4-compatible pattern (workload sparsity) run on the sparse "
-                "tensor cores at the datasheet 'with sparsity' peak (2x dense), weights stored compressed",
-                choices=SPARSITY_MODES,
-            ),
-            Param("nvlink_gbps", "float", None, "NVLink bandwidth per GPU, one direction", low=1, unit=" GB/s"),
-        ]
+        return list(_params())
 
     def instantiate(self, point: Mapping[str, Any]) -> GpuArch:
         v = self.resolve(point)
@@ -283,6 +206,88 @@ class GpuTemplate(Template):
             **_tuned(v, CUSTOM),
             **_node(v, CUSTOM),
         )
+
+
+@lru_cache(maxsize=1)
+def _params() -> tuple[Param, ...]:
+    """The template's parameters, built once: ``resolve`` asks for them at every point."""
+    names = (*gpu_catalog.gpu_names(), CUSTOM)
+    assumption = gpu_catalog.assumption
+    return (
+        Param(
+            PART_PARAM,
+            "str",
+            DEFAULT_GPU,
+            "catalog GPU (or an alias such as h100, a100) or 'custom'; " + ", ".join(names),
+        ),
+        Param("precision", "str", "fp16", "operand precision (from the workload)", choices=PRECISIONS),
+        Param("tf32", "bool", False, "run fp32 GEMMs on TF32 tensor cores (else on CUDA cores)"),
+        Param("sms", "int", None, "streaming multiprocessors (default: the catalog's)", low=1, high=4096),
+        Param("clock_mhz", "float", None, "SM clock used for the peaks", low=100, high=5000, unit=" MHz"),
+        Param(
+            "tensor_tflops",
+            "float",
+            None,
+            "dense peak of the GEMM math at this precision",
+            low=0.01,
+            unit=" TFLOPS",
+        ),
+        Param("fp32_tflops", "float", None, "FP32 CUDA-core peak (elementwise, depthwise)", low=0.01, unit=" TFLOPS"),
+        Param("mem_gbps", "float", None, "DRAM bandwidth", low=1, unit=" GB/s"),
+        Param("mem_gb", "float", None, "DRAM capacity", low=0.1, unit=" GB"),
+        Param("l2_mib", "float", None, "L2 cache", low=0.0, unit=" MiB"),
+        Param(
+            "smem_kib_per_sm",
+            "float",
+            None,
+            "shared memory per SM (threadblock tiles live here)",
+            low=16,
+            unit=" KiB",
+        ),
+        Param("tdp_w", "float", None, "thermal design power", low=1, unit=" W"),
+        Param(
+            "launch_us",
+            "float",
+            None,
+            f"device fixed cost per kernel (default: fitted, else {assumption('launch_us'):g})",
+            low=0.0,
+            unit=" us",
+        ),
+        Param(
+            "compute_fraction",
+            "float",
+            None,
+            f"achievable share of tensor peak (default: fitted, else {assumption('compute_fraction'):g})",
+            low=0.05,
+            high=1.0,
+        ),
+        Param(
+            "bandwidth_fraction",
+            "float",
+            None,
+            f"achievable share of DRAM bandwidth for GEMMs (default: fitted, else "
+            f"{assumption('bandwidth_fraction'):g})",
+            low=0.05,
+            high=1.0,
+        ),
+        Param(
+            "execution",
+            "str",
+            "graph",
+            "graph: CUDA graph / TensorRT (device fixed cost only); eager: plus the host's per-call cost",
+            choices=EXECUTIONS,
+        ),
+        Param("gpus", "int", 1, "GPUs per node, tensor parallel over NVLink", low=1, high=64),
+        Param(
+            "sparsity",
+            "str",
+            "dense",
+            "2:4: GEMMs whose weights carry a 2:4-compatible pattern (workload sparsity) run on the sparse "
+            "tensor cores at the datasheet 'with sparsity' peak (2x dense), weights stored compressed",
+            choices=SPARSITY_MODES,
+        ),
+        Param("nvlink_gbps", "float", None, "NVLink bandwidth per GPU, one direction", low=1, unit=" GB/s"),
+    )
 
 
 def _tuned(v: dict[str, Any], gpu: str) -> dict[str, Any]:

@@ -103,6 +103,15 @@ SLOW_TESTS: dict[str, str] = {
         "test_report_scale.py::test_above_the_threshold_the_front_is_webgl_and_the_rest_a_density_image checks the "
         "same figures on 150 points with the threshold at 40"
     ),
+    "test_fpga_arrays.py::test_array_evaluation_equals_the_scalar_path_on_ten_thousand_designs": (
+        "10,000 random designs on each of two graphs through the scalar path (about 2 minutes on 2 loaded cores): "
+        "test_array_evaluation_equals_the_scalar_path_on_random_designs checks the same code on 400 points"
+    ),
+    "test_gpu_arrays.py::test_array_evaluation_equals_the_scalar_path_on_ten_thousand_designs": (
+        "10,000 random designs on a CNN, a one-layer BERT and ResNet-18 through the scalar path's tile searches "
+        "(minutes): "
+        "test_array_evaluation_equals_the_scalar_path_on_random_designs checks the same code on 40 points"
+    ),
     "test_systolic_arrays.py::test_array_evaluation_equals_the_scalar_model_on_ten_thousand_designs": (
         "10,000 random designs over every axis with USER walks and CALC replays (minutes of the scalar path): "
         "test_array_evaluation_equals_the_scalar_model_on_random_designs checks the same code on 88 designs"

@@ -80,3 +80,61 @@ def test_explorer_streams_a_grid_to_the_array_evaluator():
         point = {name: row[name] for name in ("rows", "cols", "dataflow", "ifmap_sram_kib", "dram_gbps")}
         for name, value in scalar(point).flat().items():
             assert row[name] == pytest.approx(value, rel=TOLERANCE, abs=0.0), (name, point)
+
+
+FAMILY_SPECS = {
+    "fpga_dataflow": """
+name: fpga-array-grid
+workload: {model: jet_mlp, batch: 1}
+template:
+  kind: fpga_dataflow
+  params:
+    reuse_factor: [1, 4, 16]
+    strategy: [latency, resource]
+    execution: [dataflow, hybrid]
+    width: [12, 4]
+    integer: 6
+objectives: [min latency_cycles, min dsp]
+search: {strategy: grid, seed: 0}
+""",
+    "gpu": """
+name: gpu-array-grid
+workload: {model: small_cnn, batch: 2, precision: fp16}
+template:
+  kind: gpu
+  params:
+    gpu: [h100_sxm, l4, jetson_agx_orin]
+    gpus: [1, 2]
+    mem_gbps: [200, 2000]
+    execution: [graph, eager]
+objectives: [min latency_ms, min energy_mj]
+search: {strategy: grid, seed: 0}
+""",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FAMILY_SPECS))
+def test_explorer_streams_a_grid_of_every_array_family(kind):
+    """The fpga_dataflow and gpu grids go through their families' array evaluators and keep the scalar path's
+    metrics; the points the template refuses (fpga: integer bits above the width; gpu: two GPUs without an NVLink
+    figure) fail with the scalar path's message."""
+    from dse.evaluators import ArrayExecutor, prepare_run
+    from dse.explore import explore_points
+    from dse.session import build_evaluator
+    from dse.spec import parse_spec
+
+    spec = parse_spec(FAMILY_SPECS[kind], f"{kind}.yaml")
+    context, evaluation = prepare_run(spec)
+    assert evaluation.array_executor is not None and isinstance(evaluation.array_executor(), ArrayExecutor)
+    result = explore_points(spec, evaluation, context=context)
+    assert result.evaluated == 24 and result.failed == {"fpga_dataflow": 12, "gpu": 8}[kind]
+    _, scalar = build_evaluator(spec)
+    names = list(spec.template.params)
+    for _, row in result.points.iterrows():
+        point = {name: row[name] for name in names}
+        if row["status"] != "ok":
+            with pytest.raises(ValueError):
+                scalar(point)
+            continue
+        for name, value in scalar(point).flat().items():
+            assert row[name] == pytest.approx(value, rel=TOLERANCE, abs=0.0), (name, point)

@@ -7,12 +7,12 @@ mapper's choice and the reported time agree.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from dse.graph import OpSparsity
 from hwmodels.catalogs.gpu import assumption
 from hwmodels.catalogs.sparse import GPU_SPARSE_INDEX_BITS, GPU_SPARSE_PATTERN, GPU_SPARSE_TENSOR_SPEEDUP, fits_2_4
+from hwmodels.columns import ceil, largest, rate, smallest, where
 from templates.gpu import GpuArch
 
 STAGES = 2  # operand tiles double-buffered in shared memory (the minimum that overlaps load and math)
@@ -126,7 +126,7 @@ def tile_fits(tile: Tile, arch: GpuArch) -> bool:
     eb = arch.elem_bytes
     smem = STAGES * (tile.bm + tile.bn) * tile.bk * eb
     regs = tile.bm * tile.bn * ACCUMULATOR_BYTES
-    return smem <= arch.smem_kib_per_sm * 1024 and regs <= ACCUMULATOR_REGISTER_SHARE * arch.regs_kib_per_sm * 1024
+    return (smem <= arch.smem_kib_per_sm * 1024) & (regs <= ACCUMULATOR_REGISTER_SHARE * arch.regs_kib_per_sm * 1024)
 
 
 def tile_efficiency(tile: Tile, arch: GpuArch, speedup: float = 1.0) -> float:
@@ -142,7 +142,7 @@ def tile_efficiency(tile: Tile, arch: GpuArch, speedup: float = 1.0) -> float:
     b_share = compressed_weight_fraction(eb) if speedup > 1.0 else 1.0
     per_byte = 2.0 * tile.bm * tile.bn / ((tile.bm + tile.bn * b_share) * eb)
     needed = speedup * arch.flops_per_clk_per_sm / assumption("smem_bytes_per_clk")
-    return min(1.0, per_byte / needed)
+    return smallest([1.0, per_byte / needed])
 
 
 def gemm_cost(
@@ -168,12 +168,12 @@ def gemm_cost(
     an assumption); L2 serves every block its A and B panels, and split-K partial sums.
     """
     eb = arch.elem_bytes
-    m_tiles = math.ceil(gemm.M / tile.bm)
-    n_tiles = math.ceil(gemm.N / tile.bn)
-    k_chunk = math.ceil(gemm.K / tile.split_k)
-    k_iters = math.ceil(k_chunk / tile.bk)
+    m_tiles = ceil(gemm.M / tile.bm)
+    n_tiles = ceil(gemm.N / tile.bn)
+    k_chunk = ceil(gemm.K / tile.split_k)
+    k_iters = ceil(k_chunk / tile.bk)
     blocks = m_tiles * n_tiles * tile.split_k * gemm.count
-    per_sm = math.ceil(blocks / arch.sms)
+    per_sm = ceil(blocks / arch.sms)
     tile_ops = 2.0 * tile.bm * tile.bn * tile.bk * k_iters
     speedup = math_speedup(gemm)
     efficiency = tile_efficiency(tile, arch, speedup) * (arch.tuning.conv_efficiency if gemm.conv else 1.0)
@@ -183,14 +183,14 @@ def gemm_cost(
     a_total = gemm.M * gemm.K * eb * gemm.count
     b_total = gemm.K * gemm.N * eb * gemm.count * (compressed_weight_fraction(eb) if gemm.sparse_2_4 else 1.0)
     c_total = gemm.M * gemm.N * eb * gemm.count
-    partials = 2.0 * tile.split_k * gemm.M * gemm.N * ACCUMULATOR_BYTES * gemm.count if tile.split_k > 1 else 0.0
+    partials = where(tile.split_k > 1, 2.0 * tile.split_k * gemm.M * gemm.N * ACCUMULATOR_BYTES * gemm.count, 0.0)
     l2_bytes = a_total * n_tiles + b_total * m_tiles + c_total + partials + extra_read_bytes
     reads = a_dram_bytes + b_dram_bytes + extra_read_bytes
     bandwidth = arch.bytes_per_s
     dram_s = (reads + c_dram_bytes) / (bandwidth * arch.bandwidth_fraction)
     l2_s = l2_bytes / (bandwidth * arch.tuning.l2_bandwidth_ratio * operand_load_share(gemm, arch))
     launch_s = (arch.launch_us + (arch.tuning.conv_fixed_us if gemm.conv else 0.0)) * 1e-6
-    device_s = launch_s + max(compute_s, dram_s, l2_s)
+    device_s = launch_s + largest([compute_s, dram_s, l2_s])
     seconds = call_seconds(device_s, arch, "gemm")
     return KernelCost(
         seconds=seconds,
@@ -200,7 +200,7 @@ def gemm_cost(
         l2_s=l2_s,
         launch_s=launch_s,
         flops=float(gemm.flops),
-        issued_flops=float(blocks * tile_ops),
+        issued_flops=blocks * tile_ops,  # a float: tile_ops is
         dram_read_bytes=reads,
         dram_write_bytes=c_dram_bytes,
         l2_bytes=l2_bytes,
@@ -235,7 +235,7 @@ def memory_kernel_cost(
     dram_s = moved / (bandwidth * tuning.bandwidth_fraction)
     l2_s = l2_bytes / (bandwidth * arch.tuning.l2_bandwidth_ratio)
     launch_s = arch.launch_us * 1e-6
-    device_s = launch_s + max(compute_s, dram_s, l2_s)
+    device_s = launch_s + largest([compute_s, dram_s, l2_s])
     seconds = call_seconds(device_s, arch, kind)
     return KernelCost(
         seconds=seconds,
@@ -256,8 +256,8 @@ def memory_kernel_cost(
 def activity(flops: float, dram_bytes: float, seconds: float, arch: GpuArch, peak_flops: float) -> tuple[float, float]:
     """(compute, DRAM) utilization of a kernel that does ``flops`` and moves ``dram_bytes`` in ``seconds``: what
     its dynamic power scales with (``hwmodels.gpu.model.kernel_power_w``, ``hwmodels.gpu.calibrate.fit_power``)."""
-    u_compute = min(1.0, flops / (seconds * peak_flops)) if peak_flops > 0 else 0.0
-    return u_compute, min(1.0, dram_bytes / (seconds * arch.bytes_per_s))
+    u_compute = smallest([1.0, rate(flops, seconds * peak_flops)])
+    return u_compute, smallest([1.0, rate(dram_bytes, seconds * arch.bytes_per_s)])
 
 
 def call_seconds(device_s: float, arch: GpuArch, kind: str) -> float:

@@ -23,13 +23,17 @@ power, so the node's energy is n times one GPU's.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
+from dse.graph import Graph
 from hwmodels.base import LayerMetrics, Metrics, design_figures, graph_batch
 from hwmodels.catalogs.gpu import assumption
+from hwmodels.columns import is_column, largest, rate
 from hwmodels.gpu.calibrate_board import board_power_source, with_board_power
 from hwmodels.gpu.cost import (
     KernelCost,
+    Tile,
     activity,
     allgather_seconds,
     allreduce_seconds,
@@ -49,19 +53,32 @@ def kernel_cost(mapping: Mapping, name: str, arch: GpuArch) -> KernelCost | None
     kernel = mapping.ops[name].payload_as(GpuKernel)
     if kernel.fused_into is not None:
         return None
-    traffic = kernel.traffic
-    if traffic is None:
+    if kernel.traffic is None:
         raise TypeError(f"op {name!r}: its GPU kernel carries no traffic")
     if kernel.unit == "tensor" and kernel.gemm is not None and kernel.tile is not None:
-        return gemm_cost(
-            kernel.gemm,
-            kernel.tile,
-            arch,
-            a_dram_bytes=kernel.a_dram,
-            b_dram_bytes=kernel.b_dram,
-            c_dram_bytes=traffic.dram_write,
-            extra_read_bytes=kernel.extra_dram,
-        )
+        return tile_cost(kernel, kernel.tile, arch)
+    return memory_cost(kernel, arch)
+
+
+def tile_cost(kernel: GpuKernel, tile: Tile, arch: GpuArch) -> KernelCost:
+    """A tensor-core kernel's cost with threadblock ``tile``: its GEMM and operand traffic as the mapper left them
+    (the mapper's ``best_tile`` costs its candidates with the same arguments)."""
+    assert kernel.gemm is not None and kernel.traffic is not None
+    return gemm_cost(
+        kernel.gemm,
+        tile,
+        arch,
+        a_dram_bytes=kernel.a_dram,
+        b_dram_bytes=kernel.b_dram,
+        c_dram_bytes=kernel.traffic.dram_write,
+        extra_read_bytes=kernel.extra_dram,
+    )
+
+
+def memory_cost(kernel: GpuKernel, arch: GpuArch) -> KernelCost:
+    """A CUDA-core kernel's cost (elementwise, softmax, layernorm, pooling, direct conv)."""
+    traffic = kernel.traffic
+    assert traffic is not None
     return memory_kernel_cost(
         arch,
         flops=float(kernel.flops),
@@ -90,15 +107,73 @@ def kernel_power_w(cost: KernelCost, arch: GpuArch, peak_flops: float) -> tuple[
     the catalog estimate (static share of TDP, the rest of TDP by utilization)."""
     measured = arch.tuning.power_of(cost.kind)
     static = measured.static_w if measured else assumption("static_power_fraction") * arch.tdp_w
-    if cost.seconds <= 0:
+    if not is_column(cost.seconds) and cost.seconds <= 0:
         return static, 0.0, 0.0
-    u_compute, u_memory = activity(
+    u_compute, u_memory = activity(  # zero for a column's designs whose kernel takes no time
         cost.flops, cost.dram_read_bytes + cost.dram_write_bytes, cost.seconds, arch, peak_flops
     )
-    dynamic = (measured.dynamic_w if measured else arch.tdp_w - static) * max(u_compute, u_memory)
-    total_u = u_compute + u_memory
-    share = u_compute / total_u if total_u > 0 else 0.0
+    dynamic = (measured.dynamic_w if measured else arch.tdp_w - static) * largest([u_compute, u_memory])
+    share = rate(u_compute, u_compute + u_memory)
     return static, dynamic * share, dynamic * (1 - share)
+
+
+@dataclass(frozen=True)
+class KernelFigures:
+    """One kernel's share of a design's figures: its time (collectives included), energy per part (pJ), useful
+    MACs, utilization of the GEMM peak and DRAM bytes of the whole node. Numbers, or columns over designs."""
+
+    seconds: Any
+    energy_pj: dict[str, Any]
+    macs: int
+    utilization: Any
+    dram_bytes: Any
+
+
+def kernel_figures(cost: KernelCost, kernel: GpuKernel, macs: int, arch: GpuArch, comm_s: Any) -> KernelFigures:
+    """What ``GpuModel.evaluate`` adds up per kernel (``macs``: its op's), for one design or a column of them
+    (``hwmodels.gpu.arrays``)."""
+    tensor = kernel.unit == "tensor"
+    peak = arch.peak_flops * cost.math_speedup if tensor else arch.fp32_tflops * 1e12
+    static_w, compute_w, memory_w = kernel_power_w(cost, arch, peak)
+    seconds = cost.seconds + comm_s
+    gpus = max(1, int(getattr(arch, "gpus", 1)))
+    energy = {  # every GPU of the node draws the same; links idle at static power
+        "static": gpus * static_w * seconds * 1e12,
+        "compute": gpus * compute_w * cost.seconds * 1e12,
+        "memory": gpus * memory_w * cost.seconds * 1e12,
+    }
+    util = rate(cost.flops, seconds * peak) if tensor else 0.0
+    dram = gpus * (cost.dram_read_bytes + cost.dram_write_bytes)
+    return KernelFigures(seconds, energy, macs if tensor else 0, util, dram)
+
+
+def design_values(
+    seconds: Any,
+    energy_pj: dict[str, Any],
+    weighted_util: Any,
+    useful_macs: int,
+    dram_bytes: Any,
+    graph: Graph,
+    arch: GpuArch,
+) -> dict[str, Any]:
+    """A design's values from its kernels' sums (``kernel_figures``): for one design or columns of them."""
+    design = design_figures(
+        seconds=seconds, energy_pj=sum(energy_pj.values()), ops=graph.flops, batch=graph_batch(graph)
+    )
+    values = {
+        "latency_cycles": seconds * (arch.clock_mhz * 1e6),
+        "latency_ms": design.latency_ms,
+        "throughput_ips": design.throughput_ips,
+        "energy_mj": design.energy_mj,
+        "edp": design.edp,
+        "power_w": design.power_w,
+        "utilization": weighted_util / useful_macs if useful_macs else 0.0,
+        "dram_mb": dram_bytes / 1e6,
+        "tops_per_w": design.tops_per_w,
+    }
+    if not math.isnan(arch.die_mm2):
+        values["area_mm2"] = arch.die_mm2 * max(1, int(getattr(arch, "gpus", 1)))
+    return values
 
 
 class GpuModel:
@@ -139,19 +214,9 @@ class GpuModel:
                 )
                 continue
             kernels += 1
-            tensor = kernel.unit == "tensor"
-            peak = arch.peak_flops * cost.math_speedup if tensor else arch.fp32_tflops * 1e12
-            static_w, compute_w, memory_w = kernel_power_w(cost, arch, peak)
             comm_s = collective_seconds(mapping, name, arch)
-            seconds = cost.seconds + comm_s
-            gpus = max(1, int(getattr(arch, "gpus", 1)))
-            breakdown = {  # every GPU of the node draws the same; links idle at static power
-                "static": gpus * static_w * seconds * 1e12,
-                "compute": gpus * compute_w * cost.seconds * 1e12,
-                "memory": gpus * memory_w * cost.seconds * 1e12,
-            }
-            macs = op.macs if tensor else 0
-            util = cost.flops / (seconds * peak) if tensor and seconds > 0 else 0.0
+            figures = kernel_figures(cost, kernel, op.macs, arch, comm_s)
+            breakdown, seconds, util = figures.energy_pj, figures.seconds, figures.utilization
             cycles = seconds * clock_hz
             compute_cycles = min(cost.compute_s, cost.seconds) * clock_hz
             extra: dict[str, Any] = {
@@ -168,7 +233,7 @@ class GpuModel:
                 "l2_bytes": cost.l2_bytes,
             }
             tile = kernel.tile
-            if tensor and tile is not None:
+            if kernel.unit == "tensor" and tile is not None:
                 extra.update(
                     tile=f"{tile.bm}x{tile.bn}x{tile.bk}" + (f"/split{tile.split_k}" if tile.split_k > 1 else ""),
                     blocks=cost.blocks,
@@ -184,7 +249,7 @@ class GpuModel:
                     cycles=cycles,
                     compute_cycles=compute_cycles,
                     stall_cycles=cycles - compute_cycles,
-                    macs=macs,
+                    macs=figures.macs,
                     utilization=util,
                     dram_read_bytes=cost.dram_read_bytes,
                     dram_write_bytes=cost.dram_write_bytes,
@@ -197,28 +262,10 @@ class GpuModel:
             for key, value in breakdown.items():
                 totals[key] += value
             seconds_total += seconds
-            useful_macs += macs
-            weighted_util += util * macs
-            dram_bytes += gpus * (cost.dram_read_bytes + cost.dram_write_bytes)
-        design = design_figures(
-            seconds=seconds_total,
-            energy_pj=sum(totals.values()),
-            ops=mapping.graph.flops,
-            batch=graph_batch(mapping.graph),
-        )
-        values = {
-            "latency_cycles": seconds_total * clock_hz,
-            "latency_ms": design.latency_ms,
-            "throughput_ips": design.throughput_ips,
-            "energy_mj": design.energy_mj,
-            "edp": design.edp,
-            "power_w": design.power_w,
-            "utilization": weighted_util / useful_macs if useful_macs else 0.0,
-            "dram_mb": dram_bytes / 1e6,
-            "tops_per_w": design.tops_per_w,
-        }
-        if not math.isnan(arch.die_mm2):
-            values["area_mm2"] = arch.die_mm2 * max(1, int(getattr(arch, "gpus", 1)))
+            useful_macs += figures.macs
+            weighted_util += util * figures.macs
+            dram_bytes += figures.dram_bytes
+        values = design_values(seconds_total, totals, weighted_util, useful_macs, dram_bytes, mapping.graph, arch)
         info = {
             "mapper": mapping.mapper,
             "gpu": arch.gpu,
