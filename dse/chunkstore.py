@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dse.flat import PointRecord
+
 CHUNK_SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY,
@@ -256,3 +258,26 @@ class DigestIndex:
 def place_chunk(place: int) -> tuple[int, int]:
     """(chunk id, row) of a chunk place."""
     return int(place) >> 32, int(place) & 0xFFFFFFFF
+
+
+def chunk_records(chunk: Chunk, rows: Sequence[int] | None = None) -> list[PointRecord]:
+    """A chunk's points (or the given rows) as the records a ``points`` row would give."""
+    rows = list(range(chunk.n) if rows is None else rows)
+    params = set(param_names(chunk.table))
+    taken = chunk.table.take(rows)
+    columns = {name: taken.column(name).to_pylist() for name in taken.column_names}
+    keys = hex_keys(chunk.digests[rows])
+    return [
+        PointRecord(
+            key=keys[j],
+            params={name: columns[name][j] for name in columns if name in params},
+            status="ok",
+            metrics={name: columns[name][j] for name in columns if name not in params},
+            eval_s=chunk.eval_s,
+            evaluator=chunk.evaluator,
+            exact=chunk.exact,
+            fingerprint=chunk.fingerprint,
+            seq=chunk.first_seq + i,
+        )
+        for j, i in enumerate(rows)
+    ]

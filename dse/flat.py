@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -73,3 +73,47 @@ class FlatMetricsEvaluator:
 def solver_facts(solver: Mapping[str, Any]) -> dict[str, Any]:
     """The scalar facts of a solver outcome (status, gap, bound, limit hit, ...): what the store keeps."""
     return {k: v for k, v in solver.items() if isinstance(v, (str, int, float, bool)) or v is None}
+
+
+POINT_ID_LENGTH = 12
+# Failure reasons that say the machine failed the point (the worker process died, Dask lost it, memory ran out),
+# not that the point cannot be evaluated: a resumed run evaluates such points again.
+TRANSIENT_FAILURES = ("WorkerCrashed", "KilledWorker", "MemoryError")
+
+
+def failed_transiently(status: str, reason: str | None) -> bool:
+    """Whether a stored result is a failure of the machine rather than of the point (``TRANSIENT_FAILURES``)."""
+    return status == "failed" and (reason or "").startswith(TRANSIENT_FAILURES)
+
+
+@dataclass
+class PointRecord:
+    """One evaluated point as stored: ``status`` is 'ok' or 'failed' (with ``reason``)."""
+
+    key: str
+    params: dict[str, Any]
+    status: str
+    metrics: dict[str, float] = field(default_factory=dict)
+    reason: str | None = None
+    eval_s: float = 0.0
+    evaluator: str = "analytical"
+    exact: bool = True
+    layers: list[dict[str, Any]] = field(default_factory=list)
+    fingerprint: str = ""
+    layers_blob: bytes | None = None  # ``layers`` already encoded (by a worker); stored as is when given
+    seq: int | None = None  # assigned by the store on put, in evaluation order
+    solver: dict[str, Any] | None = None  # solver status/gap when the mapper ran one (a limit hit is kept here)
+
+    @property
+    def point_id(self) -> str:
+        return self.key[:POINT_ID_LENGTH]
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def transient(self) -> bool:
+        """A failure of the machine, not of the point (its worker died or ran out of memory): evaluated again
+        when the run resumes, rather than kept as the point's result."""
+        return failed_transiently(self.status, self.reason)

@@ -15,7 +15,6 @@ import math
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,15 +27,23 @@ from dse.chunkstore import (
     DigestIndex,
     chunk_next_seq,
     chunk_point_count,
+    chunk_records,
     digests_of,
     hex_keys,
     iter_chunks,
-    param_names,
     read_chunk,
     write_chunk,
 )
 from dse.files import is_disk_full
-from dse.flat import decode_layers, encode_layers, json_default
+from dse.flat import (
+    POINT_ID_LENGTH,
+    TRANSIENT_FAILURES,
+    PointRecord,
+    decode_layers,
+    encode_layers,
+    failed_transiently,
+    json_default,
+)
 from dse.store_errors import (
     STORE_FILE,
     StoreUnreadable,
@@ -48,17 +55,6 @@ if TYPE_CHECKING:  # pandas is imported where frames are built: pool workers imp
     import pandas as pd
 
 _RECORD_COLUMNS = "key, params, status, metrics, reason, eval_s, evaluator, exact, fingerprint, seq, solver"
-POINT_ID_LENGTH = 12
-# Failure reasons that say the machine failed the point (the worker process died, Dask lost it, memory ran out),
-# not that the point cannot be evaluated: a resumed run evaluates such points again.
-TRANSIENT_FAILURES = ("WorkerCrashed", "KilledWorker", "MemoryError")
-
-
-def failed_transiently(status: str, reason: str | None) -> bool:
-    """Whether a stored result is a failure of the machine rather than of the point (``TRANSIENT_FAILURES``)."""
-    return status == "failed" and (reason or "").startswith(TRANSIENT_FAILURES)
-
-
 # PRAGMA user_version of the stores this code writes; a store with a higher one was written by a newer dse
 DECODED_CHUNKS = 4  # decoded chunks a store keeps at hand
 STORE_SCHEMA_VERSION = 2  # 2: the ``chunks`` table of the array path (dse.chunkstore)
@@ -103,39 +99,6 @@ def point_key(fingerprint: str, canonical: Mapping[str, Any] | str, version: str
     """The store key: what was evaluated (fingerprint), where (point) and by which code (version)."""
     text = "\n".join([fingerprint, canonical_json(canonical), version])
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-@dataclass
-class PointRecord:
-    """One evaluated point as stored: ``status`` is 'ok' or 'failed' (with ``reason``)."""
-
-    key: str
-    params: dict[str, Any]
-    status: str
-    metrics: dict[str, float] = field(default_factory=dict)
-    reason: str | None = None
-    eval_s: float = 0.0
-    evaluator: str = "analytical"
-    exact: bool = True
-    layers: list[dict[str, Any]] = field(default_factory=list)
-    fingerprint: str = ""
-    layers_blob: bytes | None = None  # ``layers`` already encoded (by a worker); stored as is when given
-    seq: int | None = None  # assigned by the store on put, in evaluation order
-    solver: dict[str, Any] | None = None  # solver status/gap when the mapper ran one (a limit hit is kept here)
-
-    @property
-    def point_id(self) -> str:
-        return self.key[:POINT_ID_LENGTH]
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-    @property
-    def transient(self) -> bool:
-        """A failure of the machine, not of the point (its worker died or ran out of memory): evaluated again
-        when the run resumes, rather than kept as the point's result."""
-        return failed_transiently(self.status, self.reason)
 
 
 class Store:
@@ -627,26 +590,3 @@ def _record_from_row(row: Sequence[Any]) -> PointRecord:
         seq=seq,
         solver=None if solver is None else json.loads(solver),
     )
-
-
-def chunk_records(chunk: Chunk, rows: Sequence[int] | None = None) -> list[PointRecord]:
-    """A chunk's points (or the given rows) as the records a ``points`` row would give."""
-    rows = list(range(chunk.n) if rows is None else rows)
-    params = set(param_names(chunk.table))
-    taken = chunk.table.take(rows)
-    columns = {name: taken.column(name).to_pylist() for name in taken.column_names}
-    keys = hex_keys(chunk.digests[rows])
-    return [
-        PointRecord(
-            key=keys[j],
-            params={name: columns[name][j] for name in columns if name in params},
-            status="ok",
-            metrics={name: columns[name][j] for name in columns if name not in params},
-            eval_s=chunk.eval_s,
-            evaluator=chunk.evaluator,
-            exact=chunk.exact,
-            fingerprint=chunk.fingerprint,
-            seq=chunk.first_seq + i,
-        )
-        for j, i in enumerate(rows)
-    ]

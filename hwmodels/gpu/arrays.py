@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from dse.graph import Graph
+from hwmodels.gpu.calibrate_board import with_board_power
 from hwmodels.gpu.cost import Gemm, KernelCost, Tile, tile_fits
 from hwmodels.gpu.model import collective_seconds, design_values, kernel_figures, memory_cost, tile_cost
 from mappers.base import Mapping, MappingError
@@ -66,8 +67,10 @@ class GpuArrayMetrics:
 
 
 def group_key(arch: GpuArch) -> GpuArch:
-    """What a group of designs shares: the arch with its numeric fields (and their copies in the tuning) blanked."""
-    tuning = replace(arch.tuning, **dict.fromkeys(TUNED_FIELDS, 0.0))
+    """What a group of designs shares: the arch with its numeric fields (and their copies in the tuning, the
+    measured board power's watts among them) blanked."""
+    power = tuple(replace(p, static_w=0.0, dynamic_w=0.0, rows=0) for p in arch.tuning.power)
+    tuning = replace(arch.tuning, power=power, **dict.fromkeys(TUNED_FIELDS, 0.0))
     return replace(arch, display="", tuning=tuning, **dict.fromkeys(NUMERIC_FIELDS, 0))
 
 
@@ -81,12 +84,21 @@ def stand_in_tile(gemm: Gemm, arch: GpuArch, *operands: float) -> tuple[Tile, fl
 def column_arch(archs: Sequence[GpuArch], shape: tuple[int, ...]) -> GpuArch:
     """The designs of one group as one GpuArch whose numeric fields are columns of ``shape``."""
     numeric = {name: np.array([getattr(a, name) for a in archs], dtype=float).reshape(shape) for name in NUMERIC_FIELDS}
-    return replace(archs[0], **numeric)
+    power = tuple(  # a group's designs measure the same kernel kinds; their fitted watts depend on each design
+        replace(
+            first,
+            static_w=np.array([a.tuning.power[k].static_w for a in archs], dtype=float).reshape(shape),
+            dynamic_w=np.array([a.tuning.power[k].dynamic_w for a in archs], dtype=float).reshape(shape),
+        )
+        for k, first in enumerate(archs[0].tuning.power)
+    )
+    return replace(archs[0], tuning=replace(archs[0].tuning, power=power), **numeric)
 
 
 def evaluate_designs(graph: Graph, archs: Sequence[GpuArch]) -> tuple[GpuArrayMetrics, np.ndarray]:
     """``GpuModel().evaluate(GpuTileMapper().map(graph, arch), arch)`` for every design, at once; and which
     designs have a mapping (the others, where no tile fits or the mapper refuses the graph, are left out)."""
+    archs = [with_board_power(arch) for arch in archs]  # as GpuModel.evaluate: a measured GPU's energy follows it
     n = len(archs)
     values: dict[str, np.ndarray] = {}
     energy: dict[str, np.ndarray] = {}
