@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice
@@ -201,21 +201,34 @@ class Dimension:
 
     def sample(self, rng: np.random.Generator) -> Any:
         """One value: uniform over choices, uniform / log-uniform within a range, of the right type."""
+        return self.sampler()(rng)
+
+    def sampler(self) -> Callable[[np.random.Generator], Any]:
+        """``sample`` with its constants worked out once: a sweep draws a million values of each dimension."""
         if self.values is not None:
-            return self.values[int(rng.integers(len(self.values)))]
+            values, count = self.values, len(self.values)
+            return lambda rng: values[int(rng.integers(count))]
         low, high = float(self.low), float(self.high)
         if self.ptype == "int":
             lo, hi = int(low), int(high)
             if self.log:
                 # Log-uniform over [lo-0.5, hi+0.5) so that rounding reaches both ends.
-                v = math.exp(rng.uniform(math.log(lo - 0.5), math.log(hi + 0.5)))
-                return min(max(int(round(v)), lo), hi)
+                log_lo, log_hi = math.log(lo - 0.5), math.log(hi + 0.5)
+                return lambda rng: min(max(int(round(math.exp(rng.uniform(log_lo, log_hi)))), lo), hi)
             if self.step is not None:
-                return lo + int(self.step) * int(rng.integers(0, (hi - lo) // int(self.step) + 1))
-            return int(rng.integers(lo, hi + 1))
+                step = int(self.step)
+                steps = (hi - lo) // step + 1
+                return lambda rng: lo + step * int(rng.integers(0, steps))
+            return lambda rng: int(rng.integers(lo, hi + 1))
         if self.log:
-            return float(math.exp(rng.uniform(math.log(low), math.log(high))))
-        return float(rng.uniform(low, high))
+            log_low, log_high = math.log(low), math.log(high)
+            return lambda rng: float(math.exp(rng.uniform(log_low, log_high)))
+        return lambda rng: float(rng.uniform(low, high))
+
+    def range_bounds(self) -> tuple[float, float]:
+        """The bounds a range's value must lie within, its ends widened by a relative tolerance for rounding."""
+        tol = _FLOAT_TOL * max(abs(self.low), abs(self.high), 1.0)
+        return self.low - tol, self.high + tol
 
     def contains(self, value: Any) -> bool:
         try:
@@ -224,8 +237,8 @@ class Dimension:
             return False
         if self.values is not None:
             return v in self.values
-        tol = _FLOAT_TOL * max(abs(self.low), abs(self.high), 1.0)
-        if not (self.low - tol <= v <= self.high + tol):
+        low, high = self.range_bounds()
+        if not (low <= v <= high):
             return False
         if self.ptype == "int" and self.step is not None and not self.log:
             return (v - int(self.low)) % int(self.step) == 0
@@ -425,16 +438,26 @@ class DesignSpace:
                     yield self._point(_support_point(self.free, sizes, index))
                 return
         seen: set[tuple] = set()
+        samplers = [d.sampler() for d in self.free]
+        point = self._point_builder()
         while len(seen) < n:
-            key = tuple(d.sample(rng) for d in self.free)
+            key = tuple([draw(rng) for draw in samplers])
             if key in seen:
                 continue
             seen.add(key)
-            yield self._point(key)
+            yield point(key)
 
     def _point(self, free_values: tuple) -> dict[str, Any]:
-        chosen = dict(zip((d.name for d in self.free), free_values))
-        return {d.name: chosen[d.name] if d.name in chosen else d.values[0] for d in self.dims}
+        return self._point_builder()(free_values)
+
+    def _point_builder(self) -> Callable[[tuple], dict[str, Any]]:
+        """free values -> the point (every dimension in order, fixed ones filled in), its plan made once."""
+        free = [d.name for d in self.free]
+        plan = [
+            (d.name, free.index(d.name) if d.name in free else -1, d.values[0] if d.is_fixed else None)
+            for d in self.dims
+        ]
+        return lambda values: {name: values[i] if i >= 0 else fixed for name, i, fixed in plan}
 
     def canonical(self, point: Mapping[str, Any]) -> dict[str, Any]:
         """The point with python scalars typed per dimension, ordered as ``dims``; fixed values filled in."""

@@ -70,10 +70,18 @@ def _distinct(column: np.ndarray) -> tuple[np.ndarray, list[Any]]:
 
 
 def _fragments(dim: Dimension, column: np.ndarray) -> np.ndarray:
-    """Each row's ``"name":value`` piece of the canonical JSON text (``canonical_json`` of the coerced value)."""
+    """Each row's ``"name":value`` piece of the canonical JSON text (``canonical_json`` of the coerced value).
+
+    A float or int column of a dimension of its own type needs no coercion, and JSON writes such a number as
+    Python's ``repr`` does: each distinct value is written once, without the JSON encoder."""
     codes, values = _distinct(column)
+    head = canonical_json({dim.name: 0})[1:-2]  # '"name":'
+    numbers = {"float": (np.floating, float.__repr__), "int": (np.integer, int.__repr__)}.get(dim.ptype)
     rendered = np.empty(len(values), dtype=object)
-    rendered[:] = [canonical_json({dim.name: coerce(value, dim.ptype)})[1:-1] for value in values]
+    if numbers is not None and np.issubdtype(np.asarray(column).dtype, numbers[0]) and np.isfinite(values).all():
+        rendered[:] = [head + text for text in map(numbers[1], values)]
+    else:
+        rendered[:] = [canonical_json({dim.name: coerce(value, dim.ptype)})[1:-1] for value in values]
     return rendered[codes]
 
 
@@ -109,7 +117,16 @@ def contains_columns(space: DesignSpace, columns: Mapping[str, np.ndarray], n: i
             if not dim.is_fixed:
                 return np.zeros(n, dtype=bool)
             continue
-        codes, values = _distinct(columns[dim.name])
-        allowed = np.array([dim.contains(value) for value in values], dtype=bool)
-        mask &= allowed[codes] if len(values) else mask
+        mask &= _allowed(dim, np.asarray(columns[dim.name]))
     return mask
+
+
+def _allowed(dim: Dimension, column: np.ndarray) -> np.ndarray:
+    """``dim.contains`` of each value: a float range on a float column by array bounds (the rule's own bounds),
+    anything else once per distinct value."""
+    if dim.values is None and dim.ptype == "float" and np.issubdtype(column.dtype, np.floating):
+        low, high = dim.range_bounds()
+        return (column >= low) & (column <= high)
+    codes, values = _distinct(column)
+    allowed = np.array([dim.contains(value) for value in values], dtype=bool)
+    return allowed[codes] if len(values) else np.zeros(len(column), dtype=bool)

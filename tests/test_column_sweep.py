@@ -69,6 +69,11 @@ def test_random_points_as_columns_keep_their_keys():
         column_digests("fp", space, bad, len(points))
     with pytest.raises(ValueError):
         space.canonical({**points[0], "rows": "x"})
+    outside = {**columns, "dram_gbps": columns["dram_gbps"] * np.where(np.arange(len(points)) % 2, 1.0, 200.0)}
+    assert contains_columns(space, outside, len(points)).tolist() == [
+        space.contains({**p, "dram_gbps": v}) for p, v in zip(points, outside["dram_gbps"].tolist())
+    ]
+    assert contains_columns(space, columns, len(points)).all()
 
 
 def test_contains_columns_is_contains_row_by_row():
