@@ -91,3 +91,25 @@ def test_fit_line_is_the_nonnegative_least_squares_line() -> None:
     assert fit_line([(0.1, 120.0), (0.5, 300.0), (0.9, 480.0)]) == pytest.approx((75.0, 450.0))
     static, dynamic = fit_line([(0.1, 400.0), (0.9, 300.0)])
     assert dynamic == 0.0 and static == pytest.approx(350.0)
+
+
+def test_the_measured_h100_csv_fits_what_it_measured():
+    """The committed H100 readings (hwmodels/data/gpu_power_h100.csv, NVML on the lent machine): each GEMM line
+    and the copies' line put every row within 15 % of its watts; the copies, all near full DRAM rate, take the
+    GEMMs' static watts and fit their dynamic ones (MIN_ACTIVITY_SPAN)."""
+    from hwmodels.gpu.calibrate_board import DATA_DIR, row_activity
+
+    rows = power_rows("h100_sxm", str(DATA_DIR))
+    assert len(rows) >= 20, "the measured H100 power CSV is part of the project"
+    for precision in ("bf16", "fp16"):
+        arch = GpuTemplate().instantiate({"gpu": "h100_sxm", "precision": precision})
+        fitted = {p.kind: p for p in board_power(arch)}
+        assert fitted["elementwise"].static_w == fitted["gemm"].static_w > 0
+        for m in rows:
+            kind = "gemm" if m.kind == "GEMM" else "elementwise"
+            if kind == "gemm" and m.precision != precision:
+                continue
+            size = 2 if kind == "elementwise" else None  # a copy row's elements are bf16
+            predicted = fitted[kind].static_w + fitted[kind].dynamic_w * row_activity(m, arch, size)
+            if m.power_call_s > 1e-4:  # below that the board's 50 ms samples see mostly launch gaps
+                assert predicted == pytest.approx(m.power_w, rel=0.15), (m.op, m.precision, m.m, m.n, m.k)

@@ -28,6 +28,9 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 POWER_FILES = "gpu_power_*.csv"
 MIN_ROWS = 2  # a line needs two points; a kind with fewer keeps what it had
 MEMORY_BOUND_OPS = {"copy": "elementwise"}  # power-CSV op -> the model's kernel kind it stands for
+# a kind whose rows span less activity than this cannot separate its static from its dynamic watts (the copies all
+# run near full DRAM rate): its static is the GEMMs' (the same board at the same clocks), its dynamic fitted
+MIN_ACTIVITY_SPAN = 0.2
 
 
 def fit_line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
@@ -77,11 +80,19 @@ def _fitted(gpu: str, precision: str, folder: str, arch: GpuArch) -> tuple[Kerne
         elif m.op in MEMORY_BOUND_OPS and m.precision in PRECISION_BYTES:
             kind = MEMORY_BOUND_OPS[m.op]
             points.setdefault(kind, []).append((row_activity(m, arch, PRECISION_BYTES[m.precision]), m.power_w))
-    return tuple(
-        KernelPower(kind, *fit_line(pairs), len(pairs))
-        for kind, pairs in sorted(points.items())
-        if len(pairs) >= MIN_ROWS
-    )
+    fits = {kind: fit_line(pairs) for kind, pairs in points.items() if len(pairs) >= MIN_ROWS}
+    for kind, pairs in points.items():
+        span = max(a for a, _ in pairs) - min(a for a, _ in pairs)
+        if kind in fits and kind != "gemm" and "gemm" in fits and span < MIN_ACTIVITY_SPAN:
+            fits[kind] = (fits["gemm"][0], fit_dynamic(pairs, fits["gemm"][0]))
+    return tuple(KernelPower(kind, *fits[kind], len(points[kind])) for kind in sorted(fits))
+
+
+def fit_dynamic(points: Sequence[tuple[float, float]], static: float) -> float:
+    """dynamic >= 0 minimising the squared error of ``static + dynamic x activity`` with ``static`` given."""
+    a = np.array([p[0] for p in points], dtype=float)
+    w = np.array([p[1] for p in points], dtype=float)
+    return float(max((a @ (w - static)) / (a @ a), 0.0)) if a @ a > 0 else 0.0
 
 
 def with_board_power(arch: GpuArch, folder: str | None = None) -> GpuArch:
