@@ -19,7 +19,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -99,31 +99,44 @@ class Chunk:
         return len(self.digests)
 
 
-def write_chunk(
-    db: sqlite3.Connection,
-    fingerprint: str,
-    first_seq: int,
-    digests: np.ndarray,
-    params: Mapping[str, np.ndarray],
-    metrics: Mapping[str, np.ndarray],
-    evaluator: str,
-    exact: bool,
-    eval_s: float,
-) -> int:
+@dataclass(frozen=True)
+class NewChunk:
+    """A batch of points that evaluated ok, to be stored as one chunk: their keys (raw digests), params and flat
+    metrics as columns, and what is common to them."""
+
+    fingerprint: str
+    digests: np.ndarray
+    params: Mapping[str, np.ndarray]
+    metrics: Mapping[str, np.ndarray]
+    evaluator: str
+    exact: bool
+    eval_s: float  # seconds per point
+
+    def rows(self, index: np.ndarray) -> NewChunk:
+        """The chunk of the given rows only."""
+        return replace(
+            self,
+            digests=self.digests[index],
+            params={name: np.asarray(column)[index] for name, column in self.params.items()},
+            metrics={name: np.asarray(column)[index] for name, column in self.metrics.items()},
+        )
+
+
+def write_chunk(db: sqlite3.Connection, first_seq: int, chunk: NewChunk) -> int:
     """Insert one chunk (inside the caller's transaction); its id."""
     cursor = db.execute(
         "INSERT INTO chunks (fingerprint, first_seq, n, evaluator, exact, eval_s, created, keys, data)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            fingerprint,
+            chunk.fingerprint,
             first_seq,
-            len(digests),
-            evaluator,
-            int(exact),
-            float(eval_s),
+            len(chunk.digests),
+            chunk.evaluator,
+            int(chunk.exact),
+            float(chunk.eval_s),
             time.time(),
-            np.ascontiguousarray(digests, dtype=f"S{DIGEST_BYTES}").tobytes(),
-            encode_table(params, metrics),
+            np.ascontiguousarray(chunk.digests, dtype=f"S{DIGEST_BYTES}").tobytes(),
+            encode_table(chunk.params, chunk.metrics),
         ),
     )
     return int(cursor.lastrowid or 0)

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from dse.array_executor import refused_outcomes
-from dse.chunkstore import IN_POINTS_TABLE, hex_keys
+from dse.chunkstore import IN_POINTS_TABLE, NewChunk, hex_keys
 from dse.executors import Executor
 from dse.flat import FlatMetricsEvaluator
 from dse.objectives import meets_constraints
@@ -68,14 +68,9 @@ class ColumnSweep(Sweep):
         accepted = np.empty(0, dtype=np.int64) if batch is None else np.asarray(batch.index, dtype=np.int64)
         if batch is not None and len(accepted):
             params = {name: column[accepted] for name, column in columns.items()}
+            metrics, each = batch.metrics, batch.seconds_each
             self.store.put_chunk(
-                self.fingerprint,
-                digests[accepted],
-                params,
-                batch.metrics,
-                self.evaluator_name,
-                True,
-                batch.seconds_each,
+                NewChunk(self.fingerprint, digests[accepted], params, metrics, self.evaluator_name, True, each)
             )
             self.evaluated += len(accepted)
             self._count_columns(batch.metrics, len(accepted), reused=False, display=display)

@@ -25,6 +25,7 @@ from dse.chunkstore import (
     CHUNK_SCHEMA,
     Chunk,
     DigestIndex,
+    NewChunk,
     chunk_next_seq,
     chunk_point_count,
     chunk_records,
@@ -379,44 +380,26 @@ class Store:
         (points_next,) = self._db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM points").fetchone()
         return max(int(points_next), chunk_next_seq(self._db))
 
-    def put_chunk(
-        self,
-        fingerprint: str,
-        digests: np.ndarray,
-        params: Mapping[str, np.ndarray],
-        metrics: Mapping[str, np.ndarray],
-        evaluator: str,
-        exact: bool,
-        eval_s: float,
-    ) -> np.ndarray:
+    def put_chunk(self, chunk: NewChunk) -> np.ndarray:
         """Store a batch of points that evaluated ok as one chunk, in one transaction; which rows were stored.
 
         As in ``put_many``: a key already stored (by another run on this store meanwhile) keeps its first
         result, a key twice in the batch keeps its first row, and a transient failure of the key is replaced."""
         with self._transaction():
             index = self.digest_index()
-            keep = index.find(digests) < -1
-            _, first = np.unique(digests, return_index=True)
-            keep &= np.isin(np.arange(len(digests)), first)
+            keep = index.find(chunk.digests) < -1
+            _, first = np.unique(chunk.digests, return_index=True)
+            keep &= np.isin(np.arange(len(chunk.digests)), first)
             rows = np.flatnonzero(keep)
             if len(rows) == 0:
                 return keep
+            stored = chunk.rows(rows)
             if index.transient:
-                replaced = [key for key in hex_keys(digests[rows]) if key in index.transient]
+                replaced = [key for key in hex_keys(stored.digests) if key in index.transient]
                 self._db.executemany("DELETE FROM points WHERE key = ?", [(key,) for key in replaced])
                 index.transient.difference_update(replaced)
-            chunk_id = write_chunk(
-                self._db,
-                fingerprint,
-                self.next_seq(),
-                digests[rows],
-                {name: np.asarray(column)[rows] for name, column in params.items()},
-                {name: np.asarray(column)[rows] for name, column in metrics.items()},
-                evaluator,
-                exact,
-                eval_s,
-            )
-            index.add(digests[rows], (np.int64(chunk_id) << 32) | np.arange(len(rows), dtype=np.int64))
+            chunk_id = write_chunk(self._db, self.next_seq(), stored)
+            index.add(stored.digests, (np.int64(chunk_id) << 32) | np.arange(len(rows), dtype=np.int64))
             index.last_chunk = max(index.last_chunk, chunk_id)
         return keep
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dse.chunkstore import DigestIndex, digest_heads, digests_of, hex_keys
+from dse.chunkstore import DigestIndex, NewChunk, digest_heads, digests_of, hex_keys
 from dse.recover import copy_readable
 from dse.space import DesignSpace
 from dse.space_columns import column_digests, column_points, contains_columns, grid_columns, points_columns
@@ -112,7 +112,7 @@ def test_store_chunks_answer_like_points_rows(tmp_path: Path):
         store.put(transient)
         params, metrics = _chunk_columns(6)
         batch = _digests([keys[0], keys[1], keys[2], keys[3], keys[3], keys[4]])
-        stored = store.put_chunk("fp", batch, params, metrics, "analytical", True, 0.5)
+        stored = store.put_chunk(NewChunk("fp", batch, params, metrics, "analytical", True, 0.5))
         assert stored.tolist() == [False, True, True, True, False, True]
         assert store.count() == 5 and store.count("fp") == 4
         records = store.records()
@@ -133,9 +133,8 @@ def test_store_chunks_answer_like_points_rows(tmp_path: Path):
         # another run on the same store (its own connection): what is stored is not stored twice
         with Store.open(tmp_path) as other:
             params2, metrics2 = _chunk_columns(3, offset=10)
-            again = other.put_chunk(
-                "fp", _digests([keys[4], keys[5], keys[6]]), params2, metrics2, "analytical", True, 0.1
-            )
+            batch = _digests([keys[4], keys[5], keys[6]])
+            again = other.put_chunk(NewChunk("fp", batch, params2, metrics2, "analytical", True, 0.1))
             assert again.tolist() == [False, True, True]
         store.put_many([PointRecord(key=keys[5], params={"rows": 5}, status="ok", metrics={"x": 2.0})])
         assert store.get(keys[5]).params == {"rows": 11, "dataflow": "os"}  # the first result is kept
@@ -163,9 +162,9 @@ def test_recover_copies_whole_chunks_with_their_points(tmp_path: Path):
     keys = [f"{i:02x}" * 32 for i in range(1, 9)]
     with Store.open(source_dir) as store:
         params, metrics = _chunk_columns(4)
-        store.put_chunk("fp", _digests(keys[:4]), params, metrics, "analytical", True, 0.1)
+        store.put_chunk(NewChunk("fp", _digests(keys[:4]), params, metrics, "analytical", True, 0.1))
         params, metrics = _chunk_columns(4, offset=4)
-        store.put_chunk("fp", _digests(keys[4:]), params, metrics, "analytical", True, 0.1)
+        store.put_chunk(NewChunk("fp", _digests(keys[4:]), params, metrics, "analytical", True, 0.1))
     with sqlite3.connect(source_dir / "store.sqlite") as db:
         db.execute("UPDATE chunks SET data = X'00' WHERE first_seq = 4")
     Store.open(target_dir).close()

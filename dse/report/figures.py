@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -141,32 +143,32 @@ def pareto_figure(data: ReportData) -> go.Figure:
                 marker={"color": COLOR_FEASIBLE, "size": 7, "opacity": 0.35},
             )
         )
+    markers = partial(_scatter_trace, data=data, x=x.metric, y=y.metric)
+    return finish_tradeoff(fig, data, front, x, y, markers, f"Pareto front ({len(front)})", front_size=10)
+
+
+def finish_tradeoff(
+    fig: go.Figure,
+    data: ReportData,
+    front: pd.DataFrame,
+    x: Objective,
+    y: Objective,
+    markers: Callable[..., Any],
+    front_name: str,
+    front_size: int,
+) -> go.Figure:
+    """A trade-off chart's last layers, whatever draws its markers (SVG or WebGL): the step line, the front's
+    markers, the knee's star, and the layout. ``markers(frame, name=..., marker=...)`` makes one trace."""
     staircase = staircase_trace(front, x, y)
     if staircase is not None:
         fig.add_trace(staircase)
     if len(front):
-        fig.add_trace(
-            _scatter_trace(
-                front,
-                data,
-                x.metric,
-                y.metric,
-                name=f"Pareto front ({len(front)})",
-                marker={"color": COLOR_FRONT, "size": 10, "line": {"color": "white", "width": 1}},
-            )
-        )
+        front_marker = {"color": COLOR_FRONT, "size": front_size, "line": {"color": "white", "width": 1}}
+        fig.add_trace(markers(front, name=front_name, marker=front_marker))
     knee = front[front["point_id"].astype(str) == data.knee_id] if data.knee_id else front.iloc[0:0]
     if len(knee):
-        fig.add_trace(
-            _scatter_trace(
-                knee,
-                data,
-                x.metric,
-                y.metric,
-                name="knee design",
-                marker={"color": COLOR_KNEE, "size": 18, "symbol": "star", "line": {"color": "black", "width": 1}},
-            )
-        )
+        star = {"color": COLOR_KNEE, "size": 18, "symbol": "star", "line": {"color": "black", "width": 1}}
+        fig.add_trace(markers(knee, name="knee design", marker=star))
     fig.update_layout(**tradeoff_layout(data, x, y))
     return fig
 

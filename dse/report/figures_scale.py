@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -15,12 +16,10 @@ from dse.report.figures import (
     COLOR_FEASIBLE,
     COLOR_FRONT,
     COLOR_INFEASIBLE,
-    COLOR_KNEE,
     MAX_SPLOM_DIMENSIONS,
+    finish_tradeoff,
     hover_texts,
     scatter_matrix_layout,
-    staircase_trace,
-    tradeoff_layout,
     value_axis,
     view_3d_layout,
 )
@@ -143,34 +142,8 @@ def pareto_density_figure(data: ReportData, view: LargeRunView, texts: pd.Series
             )
         )
     front = data.front.dropna(subset=drop)
-    staircase = staircase_trace(front, x, y)
-    if staircase is not None:
-        fig.add_trace(staircase)
-    if len(front):
-        fig.add_trace(
-            _markers(
-                front,
-                texts,
-                x.metric,
-                y.metric,
-                name=f"Pareto front ({len(front):,})",
-                marker={"color": COLOR_FRONT, "size": 9, "line": {"color": "white", "width": 1}},
-            )
-        )
-    knee = front[front["point_id"].astype(str) == data.knee_id] if data.knee_id else front.iloc[0:0]
-    if len(knee):
-        fig.add_trace(
-            _markers(
-                knee,
-                texts,
-                x.metric,
-                y.metric,
-                name="knee design",
-                marker={"color": COLOR_KNEE, "size": 18, "symbol": "star", "line": {"color": "black", "width": 1}},
-            )
-        )
-    fig.update_layout(**tradeoff_layout(data, x, y))
-    return fig
+    markers = partial(_markers, texts=texts, x=x.metric, y=y.metric)
+    return finish_tradeoff(fig, data, front, x, y, markers, f"Pareto front ({len(front):,})", front_size=9)
 
 
 def pareto_3d_density_figure(data: ReportData, view: LargeRunView, texts: pd.Series) -> go.Figure:
