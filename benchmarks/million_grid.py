@@ -1,9 +1,10 @@
 """A 1,008,000-point ResNet-50 systolic grid explored end to end: evaluate, store, front, files, report.
 
 ``dse explore``'s own path (``dse.evaluators.prepare_run`` -> ``dse.explore.explore``): a grid sweep of the
-systolic family streams batches of points to the array evaluator (``dse.evaluators.ArrayExecutor``), commits
-each batch to the run's SQLite store in one transaction, then writes points.parquet/csv, the front, the
-hypervolume and the HTML report. A second run in the same directory must answer every point from the store.
+systolic family runs as ``dse.column_sweep.ColumnSweep``, 32,768 points at a time as columns (keys, one look-up,
+one array evaluation by ``dse.array_executor.ArrayExecutor``, one stored chunk in one transaction), then writes
+points.parquet/csv, the front, the hypervolume and the HTML report. A second run in the same directory must answer
+every point from the store.
 Prints wall time (sweep and finish apart), peak memory and the re-run's counts.
 
 Targets: the whole grid in <= 120 s with peak memory <= 2 GiB on 2 cores.
