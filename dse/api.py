@@ -106,16 +106,25 @@ def explore_spec(
     executor: str | None = "serial",
     workers: int | None = None,
     progress: bool = False,
+    arrays: bool = False,
 ) -> RunResult:
     """Search the spec's design space into ``out_dir`` (resuming what its store holds), as ``dse explore`` does.
 
     ``executor``: ``serial`` (default here: one process, best for small spaces and notebooks), ``local``
-    (a process pool of ``workers``), ``dask`` or ``tcp://HOST:PORT`` (a Dask scheduler).
+    (a process pool of ``workers``), ``dask`` or ``tcp://HOST:PORT`` (a Dask scheduler). ``arrays``: a grid
+    or random sweep's chunks go to the family's array evaluator on those workers (``dse explore --arrays``).
     """
     spec = as_spec(spec)
     context, evaluation = prepare_run(spec)
     result: ExploreResult = explore_run(
-        spec, Path(out_dir), evaluation, executor=executor, workers=workers, progress=progress, context=context
+        spec,
+        Path(out_dir),
+        evaluation,
+        executor=executor,
+        workers=workers,
+        progress=progress,
+        context=context,
+        arrays=arrays,
     )
     return RunResult(Path(out_dir), spec, result.points, result.pareto, result.report)
 

@@ -62,6 +62,12 @@ def add_core_commands(sub: argparse._SubParsersAction) -> None:
     e.add_argument("-o", "--output", required=True, help="run directory (resumed if it exists)")
     e.add_argument("--executor", default=None, help="serial | local (default) | dask | tcp://HOST:PORT")
     e.add_argument("--workers", type=int, default=None, help="worker processes (default: all cores)")
+    e.add_argument(
+        "--arrays",
+        action="store_true",
+        help="with --executor: grid/random chunks go to the array evaluator on the executor's workers, "
+        "a sub-batch each (the same points as in process); without --executor the array path runs here anyway",
+    )
     e.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     e.set_defaults(run="dse.commands:cmd_explore")
 

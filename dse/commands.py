@@ -33,7 +33,14 @@ def cmd_explore(args: argparse.Namespace) -> int:
     context, evaluation = prepare_run(spec)  # the spec's evaluator (analytical, surrogate, hybrid), by the registry
     out = Path(args.output)
     result = explore(
-        spec, out, evaluation, executor=args.executor, workers=args.workers, progress=not args.quiet, context=context
+        spec,
+        out,
+        evaluation,
+        executor=args.executor,
+        workers=args.workers,
+        progress=not args.quiet,
+        context=context,
+        arrays=args.arrays,
     )
     front = result.pareto
     print(

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from dse.array_executor import ArrayExecutor, PooledArrayExecutor
 from dse.column_sweep import ColumnSweep
 from dse.context import RunContext
-from dse.executors import make_executor
+from dse.executors import Executor, make_executor
 from dse.finish import SweepCounts, collect_points, finish_run, pareto_frame, spec_yaml_text
 from dse.rundir import stops_when_disk_full
 from dse.search import ListStrategy, make_strategy
@@ -74,13 +75,15 @@ def explore(
     progress: bool = True,
     space: DesignSpace | None = None,
     context: RunContext | None = None,
+    arrays: bool = False,
 ) -> ExploreResult:
     """Run the spec's search to its budget in ``out_dir`` (resuming whatever the store there holds).
 
     ``evaluator`` is a plain ``point -> Metrics`` callable, or an ``Evaluation`` that brings explorer
     hooks with it (``dse.evaluators`` makes the one a spec's ``evaluator:`` names). ``context`` is the
     run's shared facts when the caller built them already (else they are built here, ``space`` narrowing
-    the spec's own design space).
+    the spec's own design space). ``arrays``: the array evaluation on the named ``executor``'s workers
+    (``run_sweep``).
     """
     start = time.perf_counter()
     context = context if context is not None else RunContext.of(spec, space)
@@ -90,7 +93,7 @@ def explore(
         store.start_run(
             spec.name, spec_yaml_text(spec), context.fingerprint, str(Path(spec_path).resolve()) if spec_path else ""
         )
-        sweep = run_sweep(context, store, evaluator, executor, workers, progress)
+        sweep = run_sweep(context, store, evaluator, executor, workers, progress, arrays)
         sweep_seconds = time.perf_counter() - start
         store.set_status("done")
         run_notes = list(sweep.strategy.notes) + list(sweep.notes)
@@ -121,6 +124,7 @@ def explore_points(
     progress: bool = False,
     space: DesignSpace | None = None,
     context: RunContext | None = None,
+    arrays: bool = False,
 ) -> SweepResult:
     """The same sweep as ``explore``, on a store in memory: no file is read or written.
 
@@ -129,7 +133,7 @@ def explore_points(
     start = time.perf_counter()
     context = context if context is not None else RunContext.of(spec, space)
     with Store.in_memory() as store:
-        sweep = run_sweep(context, store, evaluator, executor, workers, progress)
+        sweep = run_sweep(context, store, evaluator, executor, workers, progress, arrays)
         points, _ = collect_points(context, store)
     return SweepResult(
         points=points,
@@ -149,21 +153,54 @@ def run_sweep(
     executor: str | None,
     workers: int | None,
     progress: bool,
+    arrays: bool = False,
 ) -> Sweep:
     """The search loop of one run into ``store``, on the evaluation's own executor or the one asked for.
 
-    What ``explore`` and ``explore_points`` run before they collect the points; public for measurements of
-    the loop alone (``benchmarks/memory_sweep.py``)."""
+    ``arrays`` (``--arrays``): a named executor's workers take the array evaluation of each chunk, a
+    sub-batch each (``PooledArrayExecutor``); without an array-capable evaluation it is a note and the
+    named executor evaluates point by point. What ``explore`` and ``explore_points`` run before they
+    collect the points; public for measurements of the loop alone (``benchmarks/memory_sweep.py``)."""
     evaluation = evaluator if isinstance(evaluator, Evaluation) else Evaluation(evaluator)
     strategy = make_strategy(context.spec, context.space, list(context.objectives), list(context.constraints))
-    batch_executor = evaluation.batch_executor
-    if batch_executor is None and executor is None:  # no executor named: the evaluation's array path, if any
-        batch_executor = evaluation.array_executor
-    with batch_executor() if batch_executor else make_executor(executor, workers) as pool:
+    notes: list[str] = []
+    with open_executor(evaluation, strategy, executor, workers, arrays, notes) as pool:
         sweep_class = evaluation.sweep_class
         if sweep_class is Sweep and hasattr(pool, "evaluate_batch") and isinstance(strategy, ListStrategy):
             sweep_class = ColumnSweep  # a fixed list of points on an array evaluator: a chunk at a time
         sweep = sweep_class(context, store, strategy, evaluation.evaluator)
         with Display(progress, strategy.budget, context.spec.name) as display:
             sweep.run(pool, display)
+        if isinstance(pool, PooledArrayExecutor) and pool.fallbacks:
+            notes.append(f"--arrays: {len(pool.fallbacks)} sub-batch(es) evaluated in process: {pool.fallbacks[0]}")
+    sweep.notes.extend(notes)
     return sweep
+
+
+def open_executor(
+    evaluation: Evaluation,
+    strategy: object,
+    executor: str | None,
+    workers: int | None,
+    arrays: bool,
+    notes: list[str],
+) -> Executor:
+    """The sweep's executor: the evaluation's batch or array executor when none is named, the named one,
+    or (``arrays``) the array evaluator on the named one's workers; why ``arrays`` was not taken goes to ``notes``."""
+    if evaluation.batch_executor is not None:
+        if arrays and executor is not None:
+            notes.append("--arrays ignored: this evaluator brings its own executor")
+        return evaluation.batch_executor()
+    if executor is None and evaluation.array_executor is not None:  # no executor named: the array path here
+        return evaluation.array_executor()
+    pool = make_executor(executor, workers)
+    if not arrays or executor is None:
+        return pool
+    local = evaluation.array_executor() if evaluation.array_executor is not None else None
+    if not isinstance(local, ArrayExecutor) or not isinstance(strategy, ListStrategy):
+        notes.append(
+            "--arrays ignored: no array evaluator for this run (grid or random search of a family with one, "
+            "default mapper, no mapper options); points evaluated one by one"
+        )
+        return pool
+    return PooledArrayExecutor(local, pool)

@@ -39,6 +39,7 @@ INTEGRATION_MODULES = frozenset(
         "test_docs",
         "test_docs_pages",
         "test_explore",
+        "test_pooled_arrays",
         "test_export",
         "test_fault_injection",
         "test_faults",
@@ -70,6 +71,10 @@ INTEGRATION_MODULES = frozenset(
 # "module.py::test_name" (every parameter) or "module.py::test_name[id]" (one) -> why it runs only with
 # -m slow, naming the default test that covers the same code.
 SLOW_TESTS: dict[str, str] = {
+    "test_pooled_arrays.py::test_arrays_on_real_workers_store_the_in_process_frame[dask]": (
+        "a Dask LocalCluster of two worker processes (~3 s); the default [local] case runs the same sub-batches "
+        "on a spawn pool and test_arrays_on_a_named_executor_store_the_in_process_frame the merge and fallback"
+    ),
     "test_column_sweep.py::test_the_two_paths_resume_each_other": (
         "three explorer runs that write their files and reports (~3 s); the default "
         "test_array_and_point_paths_store_the_same_points and the store's chunk tests cover the same code"
