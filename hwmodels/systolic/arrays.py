@@ -279,15 +279,17 @@ class _MappedGroup:
         times = layers.multiplicity
         registers_only = all(np.all(np.asarray(words) == 1) for words in prices.pe_words)
         if registers_only and all(low is None for low in layers.sparse):
-            summed = GemmCost(**{f.name: (getattr(cost, f.name) @ times)[inverse][:, None] for f in fields(GemmCost)})
-            layer_cycles = (cycles @ times)[inverse][:, None]
+            summed = GemmCost(
+                **{f.name: layer_sums(getattr(cost, f.name), times)[inverse][:, None] for f in fields(GemmCost)}
+            )
+            layer_cycles = layer_sums(cycles, times)[inverse][:, None]
             breakdown = gemm_energy_pj(summed, float(layers.macs @ times), prices, wb, arch.dataflow)
             breakdown["leakage"] = leak_w * layer_cycles * cycle_s * 1e12
             for part in ENERGY_PARTS:
                 totals[part] += breakdown[part]
             sums["cycles"] += layer_cycles
             sums["macs"] += float(layers.macs @ times)
-            sums["mac_cycles"] += ((util * layers.macs) @ times)[inverse][:, None]
+            sums["mac_cycles"] += layer_sums(util * layers.macs, times)[inverse][:, None]
             reads = summed.ifmap_dram_reads + summed.filter_dram_reads
             sums["dram_bytes"] += reads * wb + summed.ofmap_dram_writes * wb
             return
@@ -329,7 +331,7 @@ class _MappedGroup:
         compute = np.where(layers.flops > 0, np.ceil(layers.flops / lanes), 0.0)
         busy = vector_busy_cycles(compute, layers.reads, layers.writes, rate, arch.dram_mode)
         times = layers.multiplicity
-        cycles = (np.where(layers.fused, 0.0, busy) @ times)[inverse][:, None]
+        cycles = layer_sums(np.where(layers.fused, 0.0, busy), times)[inverse][:, None]
         rd, wr = float((layers.reads * wb) @ times), float((layers.writes * wb) @ times)
         breakdown = vector_energy_pj(float(layers.flops @ times), rd, wr, prices)
         breakdown["leakage"] = leak_w * cycles * cycle_s * 1e12
@@ -355,12 +357,19 @@ def distinct_rows(columns: Sequence[np.ndarray | float]) -> tuple[list[np.ndarra
     return [column[first][:, None] for column in arrays], inverse.reshape(-1)
 
 
+def layer_sums(matrix: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Each design's (row's) sum over layers weighted by ``times``: an elementwise product summed row by row, so a
+    design's figure never depends on which other designs share its batch (a BLAS product's order does, in the
+    last bit), and a chunk split over workers gives the figures the whole chunk gives."""
+    return (np.asarray(matrix, dtype=float) * times).sum(axis=1)
+
+
 def _weighted_sum(value: np.ndarray | float, times: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Sum over layers (the last axis) of ``value`` x its occurrences, as a (designs, 1) column."""
     value = np.asarray(value, dtype=float)
     if value.ndim < 2 or value.shape[0] == 1:  # the same for every design
         return np.full((shape[0], 1), float(np.broadcast_to(value, shape)[0] @ times))
-    return (np.broadcast_to(value, shape) @ times)[:, None]
+    return layer_sums(np.broadcast_to(value, shape), times)[:, None]
 
 
 @dataclass
