@@ -71,6 +71,10 @@ INTEGRATION_MODULES = frozenset(
 # "module.py::test_name" (every parameter) or "module.py::test_name[id]" (one) -> why it runs only with
 # -m slow, naming the default test that covers the same code.
 SLOW_TESTS: dict[str, str] = {
+    "test_gpu_calibration.py::test_fit_on_the_h100_graph_rows_is_not_worse_than_its_start": (
+        "a full fit on the measured H100 graph rows (~4 s); test_fit_recovers_known_constants_from_synthetic_"
+        "measurements runs the same fit and test_gpu_small_kernels.py its held-out check"
+    ),
     "test_pooled_arrays.py::test_arrays_on_real_workers_store_the_in_process_frame[dask]": (
         "a Dask LocalCluster of two worker processes (~3 s); the default [local] case runs the same sub-batches "
         "on a spawn pool and test_arrays_on_a_named_executor_store_the_in_process_frame the merge and fallback"
