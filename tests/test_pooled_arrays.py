@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from test_column_sweep import SPACE_SPEC
 
 import dse.array_executor as array_executor
 import dse.explore as explore_module
@@ -16,22 +17,8 @@ from dse.array_executor import REFUSED_BATCH, ArrayExecutor, PooledArrayExecutor
 from dse.executors import Outcome, SerialExecutor, Task
 from dse.spec import parse_spec
 
-GRID_SPEC = """
-name: pooled
-workload: {model: small_cnn, batch: 1, precision: int8}
-template:
-  kind: systolic
-  params:
-    rows: [4, 16, 32]
-    cols: {range: [8, 24], step: 8}
-    dataflow: [ws, os]
-    dram_gbps: [6.4, 25.6]
-    freq_mhz: 800
-    sparsity_optimized_mapping: [false, true]
-tech: asic-28nm
-objectives: [min latency_ms, min energy_mj]
-search: {strategy: grid}
-"""
+# test_column_sweep's grid (its optimised sparse mapping refused off ws: refused points too), at 28 nm
+GRID_SPEC = SPACE_SPEC.replace("name: columns", "name: pooled").replace("objectives:", "tech: asic-28nm\nobjectives:")
 
 
 class SplitSerial(SerialExecutor):

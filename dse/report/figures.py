@@ -267,18 +267,24 @@ def scatter_matrix_figure(data: ReportData) -> go.Figure:
         frame = frame.dropna(subset=names)
         if frame.empty:
             continue
-        fig.add_trace(
-            go.Splom(
-                dimensions=[{"label": metric_label(n), "values": frame[n].to_numpy(dtype=float)} for n in names],
-                marker={"color": color, "opacity": opacity, "size": size},
-                name=f"{name} ({len(frame)})",
-                hovertext=[str(p) for p in frame["point_id"]],
-                diagonal={"visible": False},
-                showupperhalf=False,
-            )
-        )
+        values = [frame[n].to_numpy(dtype=float) for n in names]
+        fig.add_trace(splom_trace(frame, names, values, f"{name} ({len(frame)})", color, opacity, size))
     fig.update_layout(**scatter_matrix_layout(names))
     return fig
+
+
+def splom_trace(
+    frame: pd.DataFrame, names: Sequence[str], values: Sequence[Any], name: str, color: str, opacity: float, size: float
+) -> go.Splom:
+    """One group of a scatter matrix (lower half, no diagonal), hover by point_id: whatever array holds its values."""
+    return go.Splom(
+        dimensions=[{"label": metric_label(n), "values": v} for n, v in zip(names, values)],
+        marker={"color": color, "opacity": opacity, "size": size},
+        name=name,
+        hovertext=[str(p) for p in frame["point_id"]],
+        diagonal={"visible": False},
+        showupperhalf=False,
+    )
 
 
 def scatter_matrix_layout(names: Sequence[str]) -> dict:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dse.report.data import ReportData, format_value, metric_label
+from dse.report.data import ReportData, format_value
 from dse.report.figures import (
     COLOR_FEASIBLE,
     COLOR_FRONT,
@@ -20,6 +20,7 @@ from dse.report.figures import (
     finish_tradeoff,
     hover_texts,
     scatter_matrix_layout,
+    splom_trace,
     value_axis,
     view_3d_layout,
 )
@@ -218,16 +219,8 @@ def scatter_matrix_density_figure(data: ReportData, view: LargeRunView) -> go.Fi
         frame = frame.dropna(subset=names)
         if frame.empty:
             continue
-        fig.add_trace(
-            go.Splom(
-                dimensions=[{"label": metric_label(n), "values": _positions(frame, n)} for n in names],
-                marker={"color": color, "opacity": opacity, "size": size},
-                name=f"{name} ({len(frame):,})",
-                hovertext=[str(p) for p in frame["point_id"]],
-                diagonal={"visible": False},
-                showupperhalf=False,
-            )
-        )
+        values = [_positions(frame, n) for n in names]
+        fig.add_trace(splom_trace(frame, names, values, f"{name} ({len(frame):,})", color, opacity, size))
     fig.update_layout(**scatter_matrix_layout(names))
     return fig
 
