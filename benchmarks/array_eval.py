@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from hwmodels.systolic.arrays import ArrayMetrics
+    from hwmodels.base import ArrayMetrics
 
 BACKENDS = ("numpy", "cupy", "torch")  # hwmodels.array_backend.BACKENDS, without importing the project here
 

@@ -202,7 +202,7 @@ class DigestIndex:
         query = "SELECT id, keys, n FROM chunks WHERE id > ? ORDER BY id"
         for chunk_id, keys, n in db.execute(query, (self.last_chunk,)):
             new_digests.append(np.frombuffer(keys, dtype=f"S{DIGEST_BYTES}"))
-            new_places.append((np.int64(chunk_id) << 32) | np.arange(n, dtype=np.int64))
+            new_places.append(chunk_places(chunk_id, n))
             self.last_chunk = max(self.last_chunk, chunk_id)
         rows = db.execute("SELECT key, status, reason, seq FROM points WHERE seq > ?", (self.last_seq,)).fetchall()
         kept = []
@@ -268,9 +268,16 @@ class DigestIndex:
         return hex_keys(self.digests[self._prefix_range(prefix)])
 
 
-def place_chunk(place: int) -> tuple[int, int]:
-    """(chunk id, row) of a chunk place."""
-    return int(place) >> 32, int(place) & 0xFFFFFFFF
+def chunk_places(chunk_id: int, n: int) -> np.ndarray:
+    """The places of a chunk's ``n`` rows: ``(chunk id << 32) | row``."""
+    return (np.int64(chunk_id) << 32) | np.arange(n, dtype=np.int64)
+
+
+def rows_by_chunk(places: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """Chunk places grouped by chunk: (chunk id, its rows), each chunk once, in id order."""
+    chunk_ids = places >> 32
+    for chunk_id in np.unique(chunk_ids).tolist():
+        yield int(chunk_id), places[chunk_ids == chunk_id] & 0xFFFFFFFF
 
 
 def chunk_records(chunk: Chunk, rows: Sequence[int] | None = None) -> list[PointRecord]:

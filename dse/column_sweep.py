@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from dse.array_executor import refused_outcomes
-from dse.chunkstore import IN_POINTS_TABLE, NewChunk, hex_keys
+from dse.chunkstore import IN_POINTS_TABLE, NewChunk, hex_keys, rows_by_chunk
 from dse.executors import Executor
 from dse.flat import FlatMetricsEvaluator
 from dse.objectives import meets_constraints
@@ -91,14 +91,11 @@ class ColumnSweep(Sweep):
             keys = hex_keys(digests[in_points])
             found = self.store.get_many(keys)
             self.count_many([found[key] for key in keys if key in found], reused=True, display=display)
-        chunked = places[places >= 0]
-        chunk_ids = chunked >> 32
         wanted = {*(o.metric for o in self.objectives), *(c.metric for c in self.constraints)}
-        for chunk_id in np.unique(chunk_ids).tolist():
-            chunk = self.store.chunk(int(chunk_id))
+        for chunk_id, rows in rows_by_chunk(places[places >= 0]):
+            chunk = self.store.chunk(chunk_id)
             if chunk is None:
                 continue
-            rows = chunked[chunk_ids == chunk_id] & 0xFFFFFFFF
             names = [name for name in wanted if name in chunk.table.column_names]
             metrics = {name: chunk.table.column(name).to_numpy()[rows] for name in names}
             self._count_columns(metrics, len(rows), reused=True, display=display)

@@ -27,12 +27,14 @@ from dse.chunkstore import (
     DigestIndex,
     NewChunk,
     chunk_next_seq,
+    chunk_places,
     chunk_point_count,
     chunk_records,
     digests_of,
     hex_keys,
     iter_chunks,
     read_chunk,
+    rows_by_chunk,
     write_chunk,
 )
 from dse.files import is_disk_full
@@ -254,11 +256,10 @@ class Store:
     def _records_at(self, places: np.ndarray) -> list[PointRecord]:
         """The records of chunk places, each chunk decoded once."""
         records = []
-        chunk_ids = places >> 32
-        for chunk_id in np.unique(chunk_ids).tolist():
-            chunk = self.chunk(int(chunk_id))
+        for chunk_id, rows in rows_by_chunk(places):
+            chunk = self.chunk(chunk_id)
             if chunk is not None:
-                records += chunk_records(chunk, (places[chunk_ids == chunk_id] & 0xFFFFFFFF).tolist())
+                records += chunk_records(chunk, rows.tolist())
         return records
 
     def point(self, point_id: str) -> PointRecord | None:
@@ -399,7 +400,7 @@ class Store:
                 self._db.executemany("DELETE FROM points WHERE key = ?", [(key,) for key in replaced])
                 index.transient.difference_update(replaced)
             chunk_id = write_chunk(self._db, self.next_seq(), stored)
-            index.add(stored.digests, (np.int64(chunk_id) << 32) | np.arange(len(rows), dtype=np.int64))
+            index.add(stored.digests, chunk_places(chunk_id, len(rows)))
             index.last_chunk = max(index.last_chunk, chunk_id)
         return keep
 

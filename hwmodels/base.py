@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+
 from dse.graph import Graph
 from hwmodels.columns import rate
 from mappers.base import Mapping
@@ -103,10 +105,43 @@ class Metrics:
         return out
 
 
+AREA_TOTAL = "total"  # the area breakdown's sum entry, not a block of its own
+
+
+@dataclass(frozen=True)
+class ArrayMetrics:
+    """``Metrics`` of N designs of one graph without the per-layer rows (what a family's array evaluator gives):
+    each entry a column over the designs, or one number for all of them."""
+
+    values: dict[str, Any]
+    energy_breakdown_pj: dict[str, Any]
+    area_breakdown_mm2: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(next(iter(self.values.values()))) if self.values else 0
+
+    def flat_columns(self) -> dict[str, np.ndarray]:
+        """``Metrics.flat()`` of every design as float columns, in its order: the values, ``energy_<part>_mj``,
+        then ``area_<block>_mm2``."""
+        columns = dict(self.values)
+        columns.update({f"energy_{k}_mj": v * 1e-9 for k, v in self.energy_breakdown_pj.items()})
+        blocks = self.area_breakdown_mm2.items()
+        columns.update({f"area_{k}_mm2": v for k, v in blocks if k != AREA_TOTAL})
+        n = len(self)
+        return {
+            name: np.broadcast_to(np.asarray(v, dtype=float).reshape(-1), (n,)).copy() for name, v in columns.items()
+        }
+
+    def flat_rows(self) -> list[dict[str, float]]:
+        """``flat_columns`` as one dict per design."""
+        columns = self.flat_columns()
+        return [dict(zip(columns, row)) for row in zip(*(c.tolist() for c in columns.values()))]
+
+
 def area_blocks_mm2(info: dict[str, Any]) -> dict[str, float]:
     """The area per block a model put in its ``info`` (without a ``total`` entry), or nothing."""
     blocks = info.get("area_breakdown_mm2") or {}
-    return {block: float(mm2) for block, mm2 in blocks.items() if block != "total"}
+    return {block: float(mm2) for block, mm2 in blocks.items() if block != AREA_TOTAL}
 
 
 @dataclass(frozen=True)

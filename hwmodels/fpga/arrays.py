@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from dse.graph import Graph, Op
+from hwmodels.base import ArrayMetrics
 from hwmodels.catalogs.fpga import get_part
 from hwmodels.fpga.cost import MODEL_OVERHEAD_CYCLES, aux_cycles
 from hwmodels.fpga.model import FpgaDataflowModel, design_values, op_figures
@@ -37,17 +38,6 @@ RESOURCES = ("dsp", "lut", "ff", "bram")  # FpgaDataflowModel's resource totals,
 # what a layer group's figures depend on besides the design-level IO type, part and input width
 GROUP_KNOBS = ("reuse_factor", "strategy", "weight_width", "weight_integer", "result_width", "result_integer")
 CHUNK_DESIGNS = 8192  # points per call the explorer sends
-
-
-@dataclass(frozen=True)
-class FpgaArrayMetrics:
-    """``Metrics`` of N designs without the per-layer rows: each entry a column over the designs."""
-
-    values: dict[str, np.ndarray]
-    energy_breakdown_pj: dict[str, np.ndarray]
-
-    def __len__(self) -> int:
-        return len(self.values["latency_cycles"]) if self.values else 0
 
 
 @dataclass(frozen=True)
@@ -70,7 +60,7 @@ def _codes(column: np.ndarray) -> np.ndarray:
 
 def evaluate_designs(
     graph: Graph, points: Sequence[Mapping[str, Any]], columns: dict[str, np.ndarray], fixed: Mapping[str, Any]
-) -> FpgaArrayMetrics:
+) -> ArrayMetrics:
     """``FpgaDataflowModel().evaluate(FpgaDataflowMapper().map(graph, arch), arch)`` for every design (``points``,
     all accepted by the template, and their ``instantiate_columns``), at once."""
     n = len(points)
@@ -91,7 +81,7 @@ def evaluate_designs(
         picked = {name: column[own] for name, column in columns.items()}
         _own_engines(graph, groups, [points[i] for i in own], picked, fixed, own, store)
     _shared_engines(graph, points, np.flatnonzero(shared), fixed, store)
-    return FpgaArrayMetrics(values, energy)
+    return ArrayMetrics(values, energy)
 
 
 def _own_engines(
@@ -206,7 +196,7 @@ class FpgaArrayEvaluator:
     fixed: dict
     batch_points: int = CHUNK_DESIGNS  # points per call the explorer sends (ArrayExecutor)
 
-    def evaluate_points(self, points: Sequence[dict]) -> tuple[FpgaArrayMetrics, np.ndarray]:
+    def evaluate_points(self, points: Sequence[dict]) -> tuple[ArrayMetrics, np.ndarray]:
         """(metrics of the points ``instantiate`` accepts, their indices in ``points``); the refused ones (and
         every point of a graph the mapper refuses) are left to the scalar path, which raises their message."""
         columns, accepted = FpgaDataflowTemplate().instantiate_columns(points, self.fixed)
@@ -215,18 +205,15 @@ class FpgaArrayEvaluator:
         try:
             metrics = evaluate_designs(self.graph, [points[i] for i in index], picked, self.fixed)
         except MappingError:
-            return FpgaArrayMetrics({}, {}), np.zeros(0, dtype=np.int64)
+            return ArrayMetrics({}, {}), np.zeros(0, dtype=np.int64)
         return metrics, index
 
     @staticmethod
-    def flat_columns(metrics: FpgaArrayMetrics) -> dict[str, np.ndarray]:
-        """``Metrics.flat()`` of every design as columns: the values, then ``energy_<part>_mj``."""
-        out = {name: np.asarray(column, dtype=float) for name, column in metrics.values.items()}
-        out.update({f"energy_{k}_mj": v * 1e-9 for k, v in metrics.energy_breakdown_pj.items()})
-        return out
+    def flat_columns(metrics: ArrayMetrics) -> dict[str, np.ndarray]:
+        """``Metrics.flat()`` of every design as columns (``ArrayMetrics.flat_columns``)."""
+        return metrics.flat_columns()
 
-    @classmethod
-    def flat_rows(cls, metrics: FpgaArrayMetrics) -> list[dict[str, float]]:
-        """``Metrics.flat()`` of every design, one dict each (``flat_columns`` by rows)."""
-        columns = cls.flat_columns(metrics)
-        return [dict(zip(columns, row)) for row in zip(*(c.tolist() for c in columns.values()))]
+    @staticmethod
+    def flat_rows(metrics: ArrayMetrics) -> list[dict[str, float]]:
+        """``Metrics.flat()`` of every design, one dict each."""
+        return metrics.flat_rows()

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from dse.graph import Graph
+from hwmodels.base import ArrayMetrics
 from hwmodels.gpu.calibrate_board import with_board_power
 from hwmodels.gpu.cost import Gemm, KernelCost, Tile, tile_fits
 from hwmodels.gpu.model import collective_seconds, design_values, kernel_figures, memory_cost, tile_cost
@@ -55,17 +56,6 @@ CHUNK_DESIGNS = 512  # designs whose tile search runs together: (designs x ~300 
 BATCH_POINTS = 4096  # points per call the explorer sends
 
 
-@dataclass(frozen=True)
-class GpuArrayMetrics:
-    """``Metrics`` of N designs without the per-layer rows: each entry a column over the designs."""
-
-    values: dict[str, np.ndarray]
-    energy_breakdown_pj: dict[str, np.ndarray]
-
-    def __len__(self) -> int:
-        return len(self.values["latency_ms"]) if self.values else 0
-
-
 def group_key(arch: GpuArch) -> GpuArch:
     """What a group of designs shares: the arch with its numeric fields (and their copies in the tuning, the
     measured board power's watts among them) blanked."""
@@ -95,7 +85,7 @@ def column_arch(archs: Sequence[GpuArch], shape: tuple[int, ...]) -> GpuArch:
     return replace(archs[0], tuning=replace(archs[0].tuning, power=power), **numeric)
 
 
-def evaluate_designs(graph: Graph, archs: Sequence[GpuArch]) -> tuple[GpuArrayMetrics, np.ndarray]:
+def evaluate_designs(graph: Graph, archs: Sequence[GpuArch]) -> tuple[ArrayMetrics, np.ndarray]:
     """``GpuModel().evaluate(GpuTileMapper().map(graph, arch), arch)`` for every design, at once; and which
     designs have a mapping (the others, where no tile fits or the mapper refuses the graph, are left out)."""
     archs = [with_board_power(arch) for arch in archs]  # as GpuModel.evaluate: a measured GPU's energy follows it
@@ -118,7 +108,7 @@ def evaluate_designs(graph: Graph, archs: Sequence[GpuArch]) -> tuple[GpuArrayMe
             for out, got in ((values, got_values), (energy, got_energy)):
                 for name, column in got.items():
                     out.setdefault(name, np.full(n, np.nan))[index] = np.broadcast_to(column, (len(index),))
-    return GpuArrayMetrics(values, energy), mapped
+    return ArrayMetrics(values, energy), mapped
 
 
 def _evaluate_group(
@@ -194,7 +184,7 @@ class GpuArrayEvaluator:
     fixed: dict
     batch_points: int = BATCH_POINTS  # points per call the explorer sends (ArrayExecutor)
 
-    def evaluate_points(self, points: Sequence[MappingType[str, Any]]) -> tuple[GpuArrayMetrics, np.ndarray]:
+    def evaluate_points(self, points: Sequence[MappingType[str, Any]]) -> tuple[ArrayMetrics, np.ndarray]:
         """(metrics of the points that have a design and a mapping, their indices in ``points``); the others are
         left to the scalar path, which raises the template's or the mapper's message for each."""
         template = GpuTemplate()
@@ -207,27 +197,24 @@ class GpuArrayEvaluator:
             accepted.append(i)
         metrics, mapped = evaluate_designs(self.graph, archs)
         keep = np.flatnonzero(mapped)
-        picked = GpuArrayMetrics(
+        picked = ArrayMetrics(
             {k: v[keep] for k, v in metrics.values.items()},
             {k: v[keep] for k, v in metrics.energy_breakdown_pj.items()},
         )
         return picked, np.array(accepted, dtype=np.int64)[keep]
 
     @staticmethod
-    def flat_columns(metrics: GpuArrayMetrics) -> dict[str, np.ndarray]:
-        """``Metrics.flat()`` of every design as columns: the values, then ``energy_<part>_mj``."""
-        out = {name: np.asarray(column, dtype=float) for name, column in metrics.values.items()}
-        out.update({f"energy_{k}_mj": v * 1e-9 for k, v in metrics.energy_breakdown_pj.items()})
-        return out
+    def flat_columns(metrics: ArrayMetrics) -> dict[str, np.ndarray]:
+        """``Metrics.flat()`` of every design as columns (``ArrayMetrics.flat_columns``)."""
+        return metrics.flat_columns()
 
-    @classmethod
-    def flat_rows(cls, metrics: GpuArrayMetrics) -> list[dict[str, float]]:
-        """``Metrics.flat()`` of every design, one dict each (``flat_columns`` by rows)."""
-        columns = cls.flat_columns(metrics)
-        rows = [dict(zip(columns, row)) for row in zip(*(c.tolist() for c in columns.values()))]
-        for name in OPTIONAL_VALUES:
-            if name in columns and np.isnan(columns[name]).any():
-                for row in rows:
-                    if row[name] != row[name]:  # NaN: the design's GPU has no such figure
-                        del row[name]
+    @staticmethod
+    def flat_rows(metrics: ArrayMetrics) -> list[dict[str, float]]:
+        """``Metrics.flat()`` of every design, one dict each; a value its GPU has no figure for (NaN in its column)
+        left out, as the scalar ``flat()`` leaves it out."""
+        rows = metrics.flat_rows()
+        for row in rows:
+            for name in OPTIONAL_VALUES:
+                if name in row and row[name] != row[name]:
+                    del row[name]
         return rows

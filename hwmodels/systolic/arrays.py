@@ -29,7 +29,7 @@ import numpy as np
 
 from dse.graph import Graph
 from hwmodels.array_backend import NUMPY, ArrayBackend
-from hwmodels.base import graph_batch
+from hwmodels.base import ArrayMetrics, graph_batch
 from hwmodels.systolic.batch import GemmShapes, gemm_cost_arrays
 from hwmodels.systolic.compute import LoweredGemm
 from hwmodels.systolic.cost import GemmCost, vector_busy_cycles
@@ -81,18 +81,6 @@ class DesignColumns:
         for name in ("rows", "cols", "vector_lanes", "sparsity_block_size"):
             values[name] = int(values[name])
         return SystolicArch(**{**values, **(numeric or {})})
-
-
-@dataclass(frozen=True)
-class ArrayMetrics:
-    """``Metrics`` of N designs without the per-layer rows: each entry a column over the designs."""
-
-    values: dict[str, np.ndarray]
-    energy_breakdown_pj: dict[str, np.ndarray]
-    area_breakdown_mm2: dict[str, np.ndarray]
-
-    def __len__(self) -> int:
-        return len(self.values["latency_cycles"])
 
 
 def evaluate_designs(
@@ -393,18 +381,10 @@ class SystolicArrayEvaluator:
 
     @staticmethod
     def flat_columns(metrics: ArrayMetrics) -> dict[str, np.ndarray]:
-        """``Metrics.flat()`` of every design as columns: the values, then ``energy_<part>_mj``, then
-        ``area_<block>_mm2``."""
-        columns = dict(metrics.values)
-        columns.update({f"energy_{k}_mj": v * 1e-9 for k, v in metrics.energy_breakdown_pj.items()})
-        columns.update({f"area_{k}_mm2": v for k, v in metrics.area_breakdown_mm2.items() if k != "total"})
-        n = len(metrics)
-        return {
-            name: np.broadcast_to(np.asarray(v, dtype=float).reshape(-1), (n,)).copy() for name, v in columns.items()
-        }
+        """``Metrics.flat()`` of every design as columns (``ArrayMetrics.flat_columns``)."""
+        return metrics.flat_columns()
 
-    @classmethod
-    def flat_rows(cls, metrics: ArrayMetrics) -> list[dict[str, float]]:
-        """``flat_columns`` as one dict per design."""
-        columns = cls.flat_columns(metrics)
-        return [dict(zip(columns, row)) for row in zip(*(c.tolist() for c in columns.values()))]
+    @staticmethod
+    def flat_rows(metrics: ArrayMetrics) -> list[dict[str, float]]:
+        """``Metrics.flat()`` of every design, one dict each."""
+        return metrics.flat_rows()
