@@ -68,6 +68,7 @@ class TiledPlan:
     fused_ops: tuple[str, ...] = ()  # activations run in this op's output pass
     gemm: LoweredGemm | None = None  # array ops: the GEMM the array runs
     fused_into: str | None = None
+    double_buffered: bool = True  # False: one copy of each reloading tile, transfers do not overlap compute
 
 
 @dataclass(frozen=True)

@@ -219,9 +219,16 @@ def _full_grid_reference(nest, target, model):
             others = fast[staged[fast] <= staged[i]]
             if not np.any(rank[others] < rank[i]):
                 chosen.add(int(i))
-        if staged[fast].min() > cap:
-            smallest = np.flatnonzero(staged == staged.min())
-            chosen.add(int(smallest[np.argmin(rank[smallest])]))
+        if staged[fast].min() > cap:  # last resort: the front of the tiles that fit, near the fastest of them
+            fits = np.flatnonzero(staged <= cap)
+            if len(fits) == 0:
+                smallest = np.flatnonzero(staged == staged.min())
+                chosen.add(int(smallest[np.argmin(rank[smallest])]))
+                continue
+            near = fits[cyc[fits] <= CYCLE_SLACK * cyc[fits].min()]
+            for i in near:
+                if not np.any(rank[near[staged[near] <= staged[i]]] < rank[i]):
+                    chosen.add(int(i))
     return {(int(cols.grid_of[keep[i]]), int(cols.order_of[keep[i]])) for i in chosen}
 
 

@@ -42,6 +42,7 @@ from dse.accelforge.arch import (
     Level,
     Workload,
     hierarchy,
+    multicasts,
     read_workload,
     read_yaml,
     used_pes,
@@ -110,8 +111,9 @@ def price_table(name: str, hier: Hierarchy, where: dict[str, list[Level]], bits:
             what = pe[-1].name if pe else "no PE memory keeps it"
             actions[f"pe_{rw}_{PE_ROLE[role]}"] = Sourced(value, "pJ/bit", f"{src}: {what} {rw}")
     pes = hier.rows * hier.cols * hier.arrays
-    leak = hier.dram.leak_w + sum(lv.leak_w for lv in hier.onchip) * hier.arrays
+    leak = hier.dram.leak_w + sum(lv.leak_w * hier.instances(lv) for lv in hier.onchip)
     leak += (sum(lv.leak_w for lv in hier.pe_mems) + hier.mac.leak_w) * pes
+    leak /= hier.arrays  # the table prices one array, which evaluate() scales by the arrays
     digest = hashlib.sha1(json.dumps(sorted((k, v.value) for k, v in actions.items())).encode()).hexdigest()[:8]
     table = ActionTable(
         name=f"af-{name}-{digest}".lower().replace("_", "-"),
@@ -119,7 +121,7 @@ def price_table(name: str, hier: Hierarchy, where: dict[str, list[Level]], bits:
         bits=bits,
         area_tech="asic-45nm",
         actions=actions,
-        leakage_w=Sourced(leak, "W", f"{src}: sum of leak_power over every instance"),
+        leakage_w=Sourced(leak, "W", f"{src}: sum of leak_power over every instance, per array"),
     )
     return action_table(table.name) or register_table(table)
 
@@ -131,8 +133,7 @@ def chip_levels(role: str, hier: Hierarchy, where: dict[str, list[Level]]) -> li
 
 def shared_levels(hier: Hierarchy) -> tuple[Level, ...]:
     """On-chip memories above the arrays' fan-out: one instance every array reads."""
-    fanned = next((i for i, lv in enumerate(hier.onchip) if lv.fanout), len(hier.onchip))
-    return hier.onchip[:fanned] if hier.arrays > 1 else ()
+    return tuple(lv for lv in hier.onchip if lv.name in hier.shared)
 
 
 def sram_point(hier: Hierarchy, where: dict[str, list[Level]]) -> dict:
@@ -201,7 +202,9 @@ def evaluate(wl, point, split, hier, where, mapper, cpsat_s) -> Candidate:
     n = hier.arrays
     arch = SystolicTemplate().instantiate(point)
     graph = wl.graph(split, n)
-    m = SystolicFoldMapper() if mapper == "fold" else CpSatMapper(objective="energy", time_limit_s=cpsat_s)
+    # AccelForge's buffers hold one copy of each tile (no double-buffering), so the tiler does the same
+    single = CpSatMapper(objective="energy", time_limit_s=cpsat_s, double_buffer=False)
+    m = SystolicFoldMapper() if mapper == "fold" else single
     mapping = m.map(graph, arch)
     metrics = SystolicModel().evaluate(mapping, arch)
     one, groups = dse_counts(arch, mapping, hier, where, wl)
@@ -211,11 +214,15 @@ def evaluate(wl, point, split, hier, where, mapper, cpsat_s) -> Candidate:
     shared = [lv for lv in shared_levels(hier) if broadcast and lv in where[broadcast]]
     saved = {"dram": 0.0, "sram": 0.0}
     if shared:  # every array fetched the broadcast tensor; the shared buffer holds one copy for all of them
+        # and, where the fan-out may reuse (``multicasts``), sends each word it reads to every array in one read
         t = wl.tensors[broadcast]
         extra = counts[f"{hier.dram.name}|{t}|read"] * (n - 1) / n
-        saved = {"dram": extra * hier.dram.read_pj, "sram": extra * sum(lv.write_pj for lv in shared)}
+        actions = ("write", "read") if hier.multicast else ("write",)
+        per_bit = sum(lv.write_pj + (lv.read_pj if hier.multicast else 0.0) for lv in shared)
+        saved = {"dram": extra * hier.dram.read_pj, "sram": extra * per_bit}
         energy -= sum(saved.values())
-        for key in (f"{hier.dram.name}|{t}|read", *(f"{lv.name}|{t}|write" for lv in shared)):
+        staged = (f"{lv.name}|{t}|{rw}" for lv in shared for rw in actions)
+        for key in (f"{hier.dram.name}|{t}|read", *staged):
             counts[key] -= extra
     energy_uj = energy * 1e-6
     return Candidate(mapper, point["dataflow"], split, point, arch, mapping, metrics, energy_uj, counts, saved, groups)
@@ -314,8 +321,8 @@ def price_of(key: str, hier: Hierarchy) -> float:
     return 0.0 if lv is None else (lv.write_pj if key.endswith("|write") else lv.read_pj)
 
 
-def reason(key: str, ours: float, theirs: float, hier: Hierarchy, cand: Candidate, wl: Workload) -> str:
-    """Why one row differs by more than 10 %."""
+def reason(key: str, ours: float, theirs: float, hier: Hierarchy, cand: Candidate, wl: Workload, kept=None) -> str:
+    """Why one row differs by more than 10 % (``kept``: ``placement``'s levels per role)."""
     _, tensor, action = key.split("|")
     lv = level_of(key, hier)
     role = next((r for r, t in wl.tensors.items() if t == tensor), None)
@@ -329,6 +336,14 @@ def reason(key: str, ours: float, theirs: float, hier: Hierarchy, cand: Candidat
         return "AccelForge's conv workload is the padded input (H = P + R - 1); dse pads on chip"
     if wl.kind == "conv" and role == "ifmap" and lv in hier.onchip and action == "read" and more:
         return "conv lowered to im2col (SCALE-Sim): each input word is read from the SRAM once per window it is in"
+    chip = [c for c in (kept or {}).get(role, ()) if c in hier.onchip]
+    if lv is hier.dram and role == "ofmap" and more and len(chip) > 1:
+        inner = chip[-1]
+        return (
+            f"partial sums: dse's template has one on-chip level per operand, its ofmap SRAM is {inner.name} "
+            f"({inner.size_bits / 8192:g} KiB), and what does not fit it drains to DRAM and returns; AccelForge "
+            f"also keeps them in {', '.join(c.name for c in chip[:-1])}"
+        )
     if lv is hier.dram:
         who = "dse's" if more else "AccelForge's"
         return f"mapping: {who} loop order re-fetches {tensor} from DRAM (dse: {cand.mapper}, {cand.dataflow})"
@@ -390,11 +405,11 @@ def compare(args: argparse.Namespace) -> int:
     for key in ("evaluated_arch", "actions_per_component_tensor_action", "energy_per_component_action_J", "energy_J"):
         if key not in result:
             raise CompareError(f"{result_path}: no {key!r} (not an AccelForge run of scripts/af_run.py)")
-    hier = hierarchy(result["evaluated_arch"], yaml_names, str(result_path))
+    hier = multicasts(arch_yaml, hierarchy(result["evaluated_arch"], yaml_names, str(result_path)))
     wl = read_workload(workload_path(result, result_path, Path(args.workload) if args.workload else None))
     where = placement(result, hier, wl)
     table = price_table(arch_path.stem, hier, where, wl.bits)
-    clock = float((result.get("peak_assumed") or {}).get("clock_Hz") or 1e9)
+    clock = clock_hz(result, hier)
     mappers = MAPPERS if args.mapper == "best" else (args.mapper,)
     dataflows = allowed_dataflows(arch_yaml, hier, wl) if args.dataflow == "best" else (args.dataflow,)
     dram_gbps = _dram_gbps(result, hier)
@@ -422,8 +437,9 @@ def compare(args: argparse.Namespace) -> int:
     )
     if hier.arrays > 1:
         print(
-            f"  dse energy = {hier.arrays} x one array's (model) - the DRAM fetches and buffer fills of a broadcast "
-            "tensor that a shared buffer serves once"
+            f"  dse energy = {hier.arrays} x one array's (model) - the DRAM fetches and buffer fills "
+            f"{'and reads ' if hier.multicast else ''}of a broadcast tensor that a shared buffer fetches once"
+            f"{' and multicasts' if hier.multicast else ' (each array reads its own copy: may_reuse Nothing)'}"
         )
     print("  candidates (uJ, lowest chosen): " + ", ".join(f"{c.label} {c.energy_uj:.1f}" for c in cands))
     pe_depth = ", ".join(f"{r} {p[f'pe_{r}_words']}" for r in ("weight", "input", "psum"))
@@ -449,7 +465,7 @@ def compare(args: argparse.Namespace) -> int:
         if ea == 0 and eb == 0 and a == b:
             continue
         diff = f"{(a / b - 1) * 100:+5.0f}%" if b else "  new"
-        why = f"  <- {reason(key, a, b, hier, best, wl)}" if abs(a - b) > REPORT_OVER * b else ""
+        why = f"  <- {reason(key, a, b, hier, best, wl, where)}" if abs(a - b) > REPORT_OVER * b else ""
         print(f"{key:34s} {a:11.4g} {b:11.4g} {ea:8.2f} {eb:8.2f} {diff}{why}")
     print(f"\n{'energy by part (uJ)':34s} {'dse':>11s} {'AccelForge':>11s}")
     breakdown = best.metrics.energy_breakdown_pj
@@ -460,6 +476,21 @@ def compare(args: argparse.Namespace) -> int:
     error = (best.energy_uj / af_total - 1) * 100
     print(f"total energy: dse {best.energy_uj:.1f} uJ, AccelForge {af_total:.1f} uJ, error {error:+.1f} %")
     return 0
+
+
+def clock_hz(result: dict, hier: Hierarchy) -> float:
+    """The clock of AccelForge's run: the one scripts/af_run.py records for the bundled arches it knows, else
+    the MAC's compute throughput (one operation a cycle), else 1 GHz."""
+    known = (result.get("peak_assumed") or {}).get("clock_Hz")
+    if known:
+        return float(known)
+    for entry in result["evaluated_arch"]:
+        if entry["name"] == hier.mac.name:
+            rates = [float(a.get("throughput") or 0) for a in entry.get("actions") or () if a["name"] == "compute"]
+            finite = [r for r in rates if 0 < r < float("inf")]
+            if finite:
+                return finite[0]
+    return 1e9
 
 
 def _dram_gbps(result: dict, hier: Hierarchy) -> float:

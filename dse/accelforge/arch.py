@@ -47,6 +47,13 @@ class Hierarchy:
     arrays: int
     container: str = ""  # the PE array's spatial container
     axes: tuple[str, ...] = ()  # its spatial fan-outs' names (the first is the rows)
+    shared: tuple[str, ...] = ()  # on-chip memories above every fan-out: one instance all arrays read
+    fan_level: str = ""  # the level whose fan-out splits the shared memories among the arrays
+    multicast: bool = True  # whether that fan-out may reuse a word: one shared read serves every array
+
+    def instances(self, level: Level) -> int:
+        """How many copies of an on-chip memory the design has (one shared, else one per array)."""
+        return 1 if level.name in self.shared else self.arrays
 
 
 def _tagged_loader() -> type:
@@ -97,26 +104,48 @@ def _level(entry: dict) -> Level:
 
 
 def hierarchy(evaluated: list[dict], yaml_names: list[str], where: str) -> Hierarchy:
-    """The levels of an AccelForge digital architecture whose compute is one or several 2-D MAC arrays."""
+    """The levels of an AccelForge digital architecture whose compute is one or several 2-D MAC arrays.
+
+    The PE array is the innermost spatial container (its fan-outs are the rows and columns); every fan-out
+    above it (a container's, like Simba's 16 PEs, or a memory's, like TPU v4i's 4 cores) multiplies the
+    arrays, and the on-chip memories above the first fan-out are one instance all arrays share."""
     levels = [_level(e) for e in evaluated]
     missing = [lv.name for lv in levels if lv.name not in yaml_names]
     if missing:
         raise CompareError(f"{where}: evaluated_arch has {', '.join(missing)}, which the --arch YAML does not list")
     containers = [i for i, lv in enumerate(levels) if lv.kind == "Container" and lv.fanout]
-    computes = [lv for lv in levels if lv.kind == "Compute"]
-    if not containers or len(computes) != 1 or levels[0].kind != "Memory":
-        raise CompareError(f"{where}: not a DRAM -> buffers -> PE array -> one MAC architecture")
-    pe = containers[0]
+    computes = [i for i, lv in enumerate(levels) if lv.kind == "Compute"]
+    if not containers or not computes or levels[0].kind != "Memory":
+        raise CompareError(
+            f"{where}: not a DRAM -> buffers -> PE array -> MAC architecture (found "
+            f"{' -> '.join(f'{lv.name} ({lv.kind})' for lv in levels)})"
+        )
+    pe = containers[-1]
+    macs = [i for i in computes if i > pe]
+    if len(macs) != 1:
+        raise CompareError(f"{where}: expected one compute inside the PE array {levels[pe].name}, found {len(macs)}")
     fan = levels[pe].fanout
     rows, cols = fan[0], math.prod(fan[1:]) if len(fan) > 1 else 1
     above = [lv for lv in levels[1:pe] if lv.kind == "Memory"]
     below = [lv for lv in levels[pe + 1 :] if lv.kind == "Memory"]
-    extra = [lv.name for lv in levels[pe + 1 :] if lv.kind == "Container" and lv.fanout]
-    if extra:
-        raise CompareError(f"{where}: a second spatial level inside the PE array ({', '.join(extra)})")
-    arrays = math.prod(f for lv in above for f in lv.fanout) or 1
+    arrays = math.prod(f for lv in levels[1:pe] for f in lv.fanout) or 1
+    first_fan = next((i for i, lv in enumerate(levels[1:pe], 1) if lv.fanout), pe)
+    shared = tuple(lv.name for lv in levels[1:first_fan] if lv.kind == "Memory") if arrays > 1 else ()
     axes = tuple(str(a.get("name", "")) for a in evaluated[pe].get("spatial") or ())
-    return Hierarchy(levels[0], tuple(above), tuple(below), computes[0], rows, cols, arrays, levels[pe].name, axes)
+    fan_level = levels[first_fan].name if arrays > 1 else ""
+    return Hierarchy(
+        levels[0], tuple(above), tuple(below), levels[macs[0]], rows, cols, arrays, levels[pe].name, axes, shared,
+        fan_level,
+    )  # fmt: skip
+
+
+def multicasts(arch_yaml: dict, hier: Hierarchy) -> Hierarchy:
+    """``hier`` with ``multicast`` from the YAML: False where the arrays' fan-out says ``may_reuse: Nothing``
+    (TPU v4i's cores each read their own copy), True where it may reuse (Simba's PEs share a multicast)."""
+    nodes = [n for n in (arch_yaml.get("arch") or {}).get("nodes") or () if isinstance(n, dict)]
+    node = next((n for n in nodes if n.get("name") == hier.fan_level), {})
+    reuse = [str(s.get("may_reuse", s.get("reuse", "All"))) for s in node.get("spatial") or () if isinstance(s, dict)]
+    return replace(hier, multicast=not any(r.strip().lower() == "nothing" for r in reuse))
 
 
 def used_pes(result: dict, hier: Hierarchy) -> Hierarchy:

@@ -350,8 +350,9 @@ def _tiled_core(op: Op, om: OpMapping, plan: TiledPlan, arch: SystolicArch, pric
     DRAM bytes are the mapping's (validated by ``mappers.systolic.check``); compute cycles are the
     fold model summed over the tiles. Transfers overlap compute (double-buffered tiles), so the busy
     time is max(compute, traffic / bandwidth) by ``dram_mode``; the first input and weight tiles load
-    before compute starts and the last output tile drains after it (the stalls). SRAM energy counts
-    the array's accesses plus every DRAM fill and drain; a resident tensor is read from SRAM instead
+    before compute starts and the last output tile drains after it (the stalls). Single-buffered tiles
+    (``plan.double_buffered`` False) wait for every transfer: compute + traffic / bandwidth, by ``dram_mode``.
+    SRAM energy counts the array's accesses plus every DRAM fill and drain; a resident tensor is read from SRAM instead
     of DRAM, so residency shows up as less DRAM energy and fewer stalls.
     """
     wb = arch.word_bytes
@@ -368,7 +369,7 @@ def _tiled_core(op: Op, om: OpMapping, plan: TiledPlan, arch: SystolicArch, pric
     first_tiles = last_tile = 0.0
     for o in plan.operands:
         traffic, footprint = float(o.traffic), float(o.footprint)
-        one_tile = footprint if traffic <= footprint else footprint / 2
+        one_tile = footprint if traffic <= footprint or not plan.double_buffered else footprint / 2
         if o.role == "output":
             out_bytes += traffic
             last_tile += min(traffic, one_tile)
@@ -377,6 +378,10 @@ def _tiled_core(op: Op, om: OpMapping, plan: TiledPlan, arch: SystolicArch, pric
             first_tiles += min(traffic, one_tile)
     if arch.dram_mode == "unlimited":
         busy, fill, tail = compute, 0.0, 0.0
+    elif not plan.double_buffered:  # the first loads and last drain are among the transfers compute waits for
+        fill = tail = 0.0
+        moved = max(float(o.traffic) for o in plan.operands) if arch.dram_mode == "per_operand" else rd + wr
+        busy = compute + moved / bpc
     else:
         fill, tail = first_tiles / bpc, last_tile / bpc
         if arch.dram_mode == "per_operand":

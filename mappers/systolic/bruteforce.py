@@ -205,7 +205,8 @@ class BruteForceMapper:
 
     name: str = "bruteforce"
     objective: str = "dram"
+    double_buffer: bool = True  # False: single-buffered tiles (twice the tile in the same SRAM, no overlap)
 
     def map(self, graph: Graph, arch: SystolicArch) -> Mapping:
-        problem = build_problem(graph, arch, self.objective)
+        problem = build_problem(graph, arch, self.objective, self.double_buffer)
         return to_mapping(problem, brute_force_schedule(problem), self.name)

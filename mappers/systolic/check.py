@@ -8,7 +8,8 @@ It trusts nothing the scheduler computed. From the Mapping alone it checks that
 * every resident tensor has a buffer at least its size covering its producer (or first consumer) to
   its last consumer, and the ops reading or writing it say so;
 * every operand that is not resident has a tile buffer, live while its op runs, at least as large as
-  the tile the replay finds (doubled when the tile is reloaded while the op runs);
+  the tile the replay finds (doubled when the tile is reloaded while the op runs, unless the plans are
+  single-buffered);
 * the DRAM traffic recorded per op equals what a replay of the op's loop nest counts: the loops are
   walked tile by tile in the recorded order, an operand is fetched whenever its tile changes, an
   output tile is written back whenever the walk leaves it and read back when it returns to it.
@@ -125,7 +126,8 @@ def _units_of(mapping: Mapping) -> list[Unit]:
 def check_schedule(mapping: Mapping) -> CheckReport:
     """Check ``mapping`` (from a tiling mapper) against the rules above; raise ScheduleError if any break."""
     graph: Graph = mapping.graph
-    target = target_of(mapping.arch)
+    plans = [om.payload for om in mapping.ops.values() if isinstance(om.payload, TiledPlan)]
+    target = target_of(mapping.arch, 1 if plans and not plans[0].double_buffered else 2)
     wb = target.word_bytes
     caps = dict(target.capacities)
     problems: list[str] = []
@@ -210,7 +212,7 @@ def check_schedule(mapping: Mapping) -> CheckReport:
             rep = replay_operand(nest, o, om.tile, tuple(om.loop_order))
             slack += rep.loads
             if is_output or not res:
-                need = int(np.ceil(rep.largest)) * (2 if rep.loads > 1 else 1)
+                need = int(np.ceil(rep.largest)) * (target.tile_copies if rep.loads > 1 else 1)
                 memory = dict(target.role_memory)[o.role]
                 have = [
                     b

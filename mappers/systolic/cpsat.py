@@ -56,6 +56,7 @@ class CpSatMapper:
     workers: int = 1  # one CP-SAT worker: deterministic and, measured, fastest on these models
     use_cache: bool = True
     wall_time_limit_s: float = 0.0  # wall-clock backstop per point; 0: mappers.base.wall_backstop_s
+    double_buffer: bool = True  # False: single-buffered tiles (twice the tile in the same SRAM, no overlap)
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -65,7 +66,7 @@ class CpSatMapper:
                 raise MappingError(f"{name} must be a number of seconds in (0, {MAX_LIMIT_S:g}], got {value!r}")
 
     def map(self, graph: Graph, arch: SystolicArch) -> Mapping:
-        problem = build_problem(graph, arch, self.objective)
+        problem = build_problem(graph, arch, self.objective, self.double_buffer)
         limits = (self.time_limit_s, self.wall_time_limit_s)
         shares = tuple(c.array_sram_share for c in problem.cands)
         key = (graph_fingerprint(problem.graph), problem.target, problem.model, shares, limits, self.workers)

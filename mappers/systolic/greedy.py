@@ -58,11 +58,12 @@ class GreedyMapper:
 
     name: str = "greedy"
     objective: str = "dram"
+    double_buffer: bool = True  # False: single-buffered tiles (twice the tile in the same SRAM, no overlap)
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise MappingError(f"unknown objective {self.objective!r}; allowed: {', '.join(OBJECTIVES)}")
 
     def map(self, graph: Graph, arch: SystolicArch) -> Mapping:
-        problem = build_problem(graph, arch, self.objective)
+        problem = build_problem(graph, arch, self.objective, self.double_buffer)
         return to_mapping(problem, greedy_schedule(problem), self.name)

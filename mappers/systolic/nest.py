@@ -80,7 +80,9 @@ class TileTarget:
     """What the tiler needs of an arch: array shape, dataflow, word size and scratchpads.
 
     ``role_memory`` says which scratchpad stages each operand role; resident tensors (kept on chip
-    from producer to last consumer) live in ``resident_memory``.
+    from producer to last consumer) live in ``resident_memory``. ``tile_copies`` is how many copies of a tile
+    that reloads while its op runs the scratchpad holds: 2 (double-buffered, the next tile loads while the
+    array computes on this one) or 1 (single-buffered: twice the tile in the same bytes, transfers wait).
     """
 
     rows: int
@@ -91,6 +93,12 @@ class TileTarget:
     capacities: tuple[tuple[str, int], ...]  # memory name -> bytes
     role_memory: tuple[tuple[str, str], ...]  # role -> memory name
     resident_memory: str
+    tile_copies: int = 2
+
+    @property
+    def overlapped(self) -> bool:
+        """Whether DMA transfers overlap compute (double-buffered tiles)."""
+        return self.tile_copies > 1
 
     def capacity(self, memory: str) -> int:
         return dict(self.capacities)[memory]
@@ -110,7 +118,7 @@ def larger_memory_hint(memory: str) -> str:
     return f"a larger {which} SRAM ({which}_sram_kib, or sram_kib)"
 
 
-def target_of(arch: SystolicArch) -> TileTarget:
+def target_of(arch: SystolicArch, tile_copies: int = 2) -> TileTarget:
     """The tiler's view of a systolic arch.
 
     ``split`` (SCALE-Sim's organisation): three SRAMs; the ifmap SRAM stages inputs and holds resident
@@ -136,6 +144,7 @@ def target_of(arch: SystolicArch) -> TileTarget:
             capacities=((UNIFIED_MEMORY, int(round(a.scratchpad_kib * 1024))),),
             role_memory=tuple((role, UNIFIED_MEMORY) for role in (ROLE_INPUT, ROLE_WEIGHT, ROLE_OUTPUT)),
             resident_memory=UNIFIED_MEMORY,
+            tile_copies=tile_copies,
         )
     caps = (
         ("ifmap_sram", int(a.ifmap_sram_kib * 1024)),
@@ -152,6 +161,7 @@ def target_of(arch: SystolicArch) -> TileTarget:
         capacities=caps,
         role_memory=roles,
         resident_memory="ifmap_sram",
+        tile_copies=tile_copies,
     )
 
 

@@ -22,10 +22,11 @@ class CostModel:
     """How a unit's (candidate, residency) pair is scored: DRAM bytes, cycles or picojoules.
 
     Latency per unit is max(compute cycles, DRAM bytes / bytes per cycle) (double-buffered tiles
-    overlap transfers with compute); energy is DRAM + SRAM bytes at catalog prices plus leakage over
-    that latency (MAC energy is the same for every schedule and left out). ``array_sram_share`` is what one
-    unit's PE scratchpads leave of its array-side SRAM energy (``unit_cost_model``; 1 with registers only); the
-    PE storage energy they add is the same for every schedule of the unit and left out, as the MACs are.
+    overlap transfers with compute; single-buffered ones, ``overlapped`` False, add them); energy is DRAM + SRAM
+    bytes at catalog prices plus leakage over that latency (MAC energy is the same for every schedule and left
+    out). ``array_sram_share`` is what one unit's PE scratchpads leave of its array-side SRAM energy
+    (``unit_cost_model``; 1 with registers only); the PE storage energy they add is the same for every schedule
+    of the unit and left out, as the MACs are.
     """
 
     objective: str = "dram"
@@ -34,9 +35,10 @@ class CostModel:
     sram_pj_per_byte: float = 0.0
     leakage_pj_per_cycle: float = 0.0
     array_sram_share: float = 1.0
+    overlapped: bool = True
 
 
-def cost_model(arch: SystolicArch, objective: str) -> CostModel:
+def cost_model(arch: SystolicArch, objective: str, overlapped: bool = True) -> CostModel:
     """The objective's prices for ``arch`` (energy prices from the technology catalog)."""
     if objective not in OBJECTIVES:
         raise MappingError(f"unknown objective {objective!r}; allowed: {', '.join(OBJECTIVES)}")
@@ -44,7 +46,7 @@ def cost_model(arch: SystolicArch, objective: str) -> CostModel:
         return CostModel(objective)
     bpc = float(getattr(arch, "dram_bytes_per_cycle", 1.0))
     if objective == "latency":
-        return CostModel(objective, bpc)
+        return CostModel(objective, bpc, overlapped=overlapped)
     prices = design_prices(arch)
     return CostModel(
         objective,
@@ -52,6 +54,7 @@ def cost_model(arch: SystolicArch, objective: str) -> CostModel:
         dram_pj_per_byte=prices.e_dram_read,
         sram_pj_per_byte=prices.e_sram["ifmap"],
         leakage_pj_per_cycle=prices.leakage_pj_per_cycle,
+        overlapped=overlapped,
     )
 
 
@@ -94,7 +97,8 @@ def mode_cost(
     """Integer score per candidate under ``model`` given its DRAM bytes in one residency mode."""
     if model.objective == "dram":
         return traffic.astype(np.int64)
-    latency = np.maximum(cycles, np.ceil(traffic / model.bytes_per_cycle))
+    transfers = np.ceil(traffic / model.bytes_per_cycle)
+    latency = np.maximum(cycles, transfers) if model.overlapped else cycles + transfers
     if model.objective == "latency":
         return latency.astype(np.int64)
     energy = (

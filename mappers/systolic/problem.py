@@ -109,7 +109,7 @@ class Problem:
         return room
 
 
-def build_problem(graph: Graph, arch: SystolicArch, objective: str = "dram") -> Problem:
+def build_problem(graph: Graph, arch: SystolicArch, objective: str = "dram", double_buffer: bool = True) -> Problem:
     """Units, their candidates under ``objective`` and the residency-eligible tensors of ``graph`` on ``arch``.
 
     The template's workload axes (DRACO widths, sparse layers) reshape ``graph`` first, as the fold mapper
@@ -118,8 +118,8 @@ def build_problem(graph: Graph, arch: SystolicArch, objective: str = "dram") -> 
     """
     graph = reshape_for_array(graph, arch)
     refuse_sparse_execution(graph, arch)
-    target = target_of(arch)
-    model = cost_model(arch, objective)
+    target = target_of(arch, 2 if double_buffer else 1)
+    model = cost_model(arch, objective, double_buffer)
     units = build_units(graph)
     models = [model] * len(units)
     if reuse_priced(model, arch):
@@ -297,6 +297,7 @@ def to_mapping(problem: Problem, schedule: Schedule, mapper: str) -> Mapping:
             position=first_index[u],
             fused_ops=tuple(unit.ops[1:]),
             gemm=lower_op(head) if is_array else None,
+            double_buffered=target.overlapped,
         )
         ops[unit.name] = OpMapping(
             op=unit.name,

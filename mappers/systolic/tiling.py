@@ -8,7 +8,8 @@ size per loop and a *loop order* (outer to inner) says which operand stays on ch
   that do not index it (the classic loop-nest reuse rule), so its DRAM traffic is
   ``|operand| x product(trips of those loops)``; a conv input adds the halo rows of every row tile;
 * the output is written once per such iteration and read back in between (partial sums);
-* an operand held for more than one load is double-buffered (footprint x 2) so DMA overlaps compute.
+* an operand held for more than one load is double-buffered (footprint x 2) so DMA overlaps compute
+  (``TileTarget.tile_copies`` = 1: single-buffered, one copy, transfers wait for compute).
 
 Compute cycles are those of the fold model (``hwmodels.systolic.compute``) summed over the tiles (a
 tile is a smaller GEMM on the same array), so a whole-op tile costs exactly what the fold mapper says.
@@ -245,9 +246,12 @@ def _grid_cycles_cached(
     return _grid_cycles(nest, (rows, cols, dataflow, word_bytes), tables.names, extent, tables.tile, list(tables.sweep))
 
 
-def _expand(nest: LoopNest, tables: _GridTables, points: np.ndarray, cycles: np.ndarray, sram: np.ndarray) -> _Columns:
-    """Cost every loop order of the grid points ``points``: footprints (doubled when a tile reloads)
-    and traffic (one sweep times the re-fetch factor of the loops outside it that do not index it)."""
+def _expand(
+    nest: LoopNest, tables: _GridTables, points: np.ndarray, cycles: np.ndarray, sram: np.ndarray, copies: int = 2
+) -> _Columns:
+    """Cost every loop order of the grid points ``points``: footprints (``copies`` of a tile that reloads: 2
+    double-buffered, 1 single) and traffic (one sweep times the re-fetch factor of the loops outside it that do not
+    index it)."""
     count = len(points)
     trips = {nm: t[points] for nm, t in tables.trips.items()}
     n_orders = len(tables.orders)
@@ -275,7 +279,7 @@ def _expand(nest: LoopNest, tables: _GridTables, points: np.ndarray, cycles: np.
                 else:
                     outer_other = outer_other * trips[nm]
                 outer_all = outer_all * trips[nm]
-            fp[j, at] = one[j] * np.where(loads > 1, 2, 1)
+            fp[j, at] = one[j] * np.where(loads > 1, copies, 1)
             tr[j, at] = sweep[j] * refetch
             if j == out_idx:
                 psum[at] = sweep[j] * (refetch - 1)
@@ -315,15 +319,15 @@ def enumerate_candidates(nest: LoopNest, target: TileTarget, model: CostModel) -
     once = np.vstack(tables.one) if tables.one else np.zeros((0, tables.count))
     can_fit = _own_memory_fits(nest, target, once)
     if not can_fit.any():
-        full = _expand(nest, tables, np.arange(tables.count), cycles, sram)
+        full = _expand(nest, tables, np.arange(tables.count), cycles, sram, target.tile_copies)
         _raise_unfit(nest, target, full.footprint)
     floor = cycles[can_fit].min()
     while True:  # at most twice: the fastest fitting column may be slower than the fastest single-buffer fit
         points = np.flatnonzero(can_fit & (cycles <= CYCLE_SLACK * floor))
-        cols = _expand(nest, tables, points, cycles, sram)
+        cols = _expand(nest, tables, points, cycles, sram, target.tile_copies)
         ok = _own_memory_fits(nest, target, cols.footprint)
         if not ok.any():
-            cols = _expand(nest, tables, np.arange(tables.count), cycles, sram)
+            cols = _expand(nest, tables, np.arange(tables.count), cycles, sram, target.tile_copies)
             ok = _own_memory_fits(nest, target, cols.footprint)
             if not ok.any():
                 _raise_unfit(nest, target, cols.footprint)
@@ -348,14 +352,23 @@ def enumerate_candidates(nest: LoopNest, target: TileTarget, model: CostModel) -
         if staged.min() > cap:
             # a tile that slows the op's compute more than CYCLE_SLACK-fold is offered only as the last
             # resort, when no faster tile fits the scratchpad in this mode: no schedule should buy DRAM
-            # bytes with an array that mostly fills and drains, but a tight scratchpad must get a tile
+            # bytes with an array that mostly fills and drains, but a tight scratchpad must get a tile.
+            # The resort is the (staging, score) front of the tiles that fit, within CYCLE_SLACK of the
+            # fastest that fits, not just the smallest (1 x 1 x 1 re-fetches every operand per MAC)
             if full_cols is None:
-                every = _expand(nest, tables, np.arange(tables.count), cycles, sram)
+                every = _expand(nest, tables, np.arange(tables.count), cycles, sram, target.tile_copies)
                 full_cols = _take(every, np.flatnonzero(_own_memory_fits(nest, target, every.footprint)))
             staged_all = _staged(nest, target, mode, full_cols.footprint.astype(np.int64))
             rank_all = _rank(full_cols, roles, mode, target, model)
-            smallest = np.flatnonzero(staged_all == staged_all.min())
-            picks.append(_take(full_cols, smallest[[np.argmin(rank_all[smallest])]]))
+            fitting = np.flatnonzero(staged_all <= cap)
+            if fitting.size:
+                fast_fit = full_cols.cycles[fitting]
+                fitting = fitting[fast_fit <= CYCLE_SLACK * fast_fit.min()]
+                resort = fitting[pareto_front(staged_all[fitting], rank_all[fitting])]
+            else:
+                smallest = np.flatnonzero(staged_all == staged_all.min())
+                resort = smallest[[np.argmin(rank_all[smallest])]]
+            picks.append(_take(full_cols, resort))
     picks.insert(0, _take(fast_cols, np.array(sorted(chosen), dtype=np.int64)))
     merged = _dedupe(_concat(picks), tables.count)
     fp = merged.footprint.astype(np.int64)

@@ -1,0 +1,112 @@
+"""The AccelForge comparison reads any bundled digital architecture whose compute is one or several 2-D MAC arrays:
+one array (NVDLA), arrays fanned out by a memory (TPU v4i's cores) or by a container with buffers of their own
+(Simba's PEs). The layouts below are synthetic ``evaluated_arch`` rows in the shape scripts/af_run.py writes."""
+
+from __future__ import annotations
+
+import pytest
+
+from dse.accelforge import clock_hz, placement, price_table
+from dse.accelforge.arch import CompareError, Workload, hierarchy, multicasts
+
+
+def _memory(name, size=8192.0, leak=0.0, fanout=(), read=1e-13, write=2e-13):
+    actions = [
+        {"name": "read", "energy_J": read, "bits_per_action": 1.0, "throughput": 1e12},
+        {"name": "write", "energy_J": write, "bits_per_action": 1.0, "throughput": 1e12},
+    ]
+    spatial = [{"name": f"s{i}", "fanout": float(f)} for i, f in enumerate(fanout)]
+    return {"name": name, "type": "Memory", "size": size, "leak_power": leak, "spatial": spatial, "actions": actions}
+
+
+def _container(name, *fanout):
+    return {
+        "name": name,
+        "type": "Container",
+        "spatial": [{"name": f"ax{i}", "fanout": float(f)} for i, f in enumerate(fanout)],
+    }
+
+
+def _mac(leak=0.0, rate=2.5e9):
+    action = {"name": "compute", "energy_J": 2e-13, "bits_per_action": "None", "throughput": rate}
+    return {"name": "MAC", "type": "Compute", "leak_power": leak, "spatial": [], "actions": [action]}
+
+
+SIMBA_LIKE = [
+    _memory("MainMemory", float("inf"), read=8e-12, write=8e-12),
+    _memory("GlobalBuffer", 524288.0, leak=1e-5),
+    _container("ProcessingElement", 16),
+    _memory("InputBuffer", 65536.0, leak=1e-6),
+    _memory("WeightBuffer", 262144.0, leak=1e-5),
+    _memory("AccumulationBuffer", 24576.0, leak=1e-6),
+    _container("VectorMAC", 8, 8),
+    _memory("Register", 8.0),
+    _mac(leak=1e-6),
+]
+TPU_LIKE = [
+    _memory("MainMemory", float("inf")),
+    _memory("GlobalBuffer", 1e9),
+    _memory("LocalBuffer", 1e8, fanout=(4,)),
+    _container("ProcessingElement", 128, 128),
+    _memory("Register", 8.0),
+    _mac(),
+]
+NVDLA_LIKE = [_memory("MainMemory", float("inf")), _memory("GlobalBuffer", 524288.0), _container("PE", 32, 192), _mac()]
+
+
+def _names(rows):
+    return [r["name"] for r in rows]
+
+
+def test_several_arrays_each_with_its_own_buffers():
+    h = hierarchy(SIMBA_LIKE, _names(SIMBA_LIKE), "simba")
+    assert (h.arrays, h.rows, h.cols, h.container) == (16, 8, 8, "VectorMAC")
+    assert [lv.name for lv in h.onchip] == ["GlobalBuffer", "InputBuffer", "WeightBuffer", "AccumulationBuffer"]
+    assert [lv.name for lv in h.pe_mems] == ["Register"]
+    assert h.shared == ("GlobalBuffer",) and h.fan_level == "ProcessingElement"
+    assert [h.instances(lv) for lv in h.onchip] == [1, 16, 16, 16]
+    # the price table is one array's: the design's leakage (each instance counted once) over the 16 arrays
+    wl = Workload("matmul", {"m": 64, "k": 64, "n": 64}, {"ifmap": "A", "filter": "B", "ofmap": "Z"}, 8, "gemm")
+    result = {"actions_per_component_tensor_action": {"InputBuffer|A|read": 1.0, "WeightBuffer|B|read": 1.0}}
+    table = price_table("simba_like_test", h, placement(result, h, wl), 8)
+    whole = 1e-5 + 16 * (1e-6 + 1e-5 + 1e-6) + 16 * 64 * 1e-6
+    assert table.leakage_w.value == pytest.approx(whole / 16)
+
+
+def test_arrays_fanned_out_by_a_memory_and_one_array():
+    tpu = hierarchy(TPU_LIKE, _names(TPU_LIKE), "tpu")
+    assert (tpu.arrays, tpu.rows, tpu.cols, tpu.shared, tpu.fan_level) == (
+        4,
+        128,
+        128,
+        ("GlobalBuffer",),
+        "LocalBuffer",
+    )
+    nvdla = hierarchy(NVDLA_LIKE, _names(NVDLA_LIKE), "nvdla")
+    assert (nvdla.arrays, nvdla.rows, nvdla.cols, nvdla.shared) == (1, 32, 192, ())
+
+
+@pytest.mark.parametrize("reuse, expected", [("Nothing", False), ("input", True), (None, True)])
+def test_a_fan_out_multicasts_unless_it_may_reuse_nothing(reuse, expected):
+    h = hierarchy(TPU_LIKE, _names(TPU_LIKE), "tpu")
+    axis = {"name": "Z", "fanout": 4, **({"may_reuse": reuse} if reuse else {})}
+    arch_yaml = {"arch": {"nodes": [{"name": "LocalBuffer", "spatial": [axis]}]}}
+    assert multicasts(arch_yaml, h).multicast is expected
+
+
+def test_the_clock_is_the_recorded_one_else_the_mac_rate():
+    h = hierarchy(SIMBA_LIKE, _names(SIMBA_LIKE), "simba")
+    assert clock_hz({"evaluated_arch": SIMBA_LIKE, "peak_assumed": {"clock_Hz": None}}, h) == 2.5e9
+    assert clock_hz({"evaluated_arch": SIMBA_LIKE, "peak_assumed": {"clock_Hz": 2e8}}, h) == 2e8
+
+
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        ([_memory("MainMemory"), _memory("GlobalBuffer"), _mac()], "not a DRAM -> buffers -> PE array -> MAC"),
+        ([_memory("MainMemory"), _container("PE", 4, 4), _mac(), _mac()], "expected one compute inside"),
+    ],
+)
+def test_an_architecture_without_one_mac_array_is_refused_by_name(rows, message):
+    with pytest.raises(CompareError, match=message):
+        hierarchy(rows, _names(rows), "results/x.json")
