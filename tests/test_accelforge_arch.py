@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from dse.accelforge import clock_hz, placement, price_table
-from dse.accelforge.arch import CompareError, Workload, hierarchy, multicasts
+from dse.accelforge import candidates, clock_hz, placement, price_table
+from dse.accelforge.arch import CompareError, Workload, hierarchy, multicasts, read_workload
 
 
 def _memory(name, size=8192.0, leak=0.0, fanout=(), read=1e-13, write=2e-13):
@@ -110,3 +110,79 @@ def test_the_clock_is_the_recorded_one_else_the_mac_rate():
 def test_an_architecture_without_one_mac_array_is_refused_by_name(rows, message):
     with pytest.raises(CompareError, match=message):
         hierarchy(rows, _names(rows), "results/x.json")
+
+
+@pytest.mark.parametrize(
+    "window, kernel, expected",
+    [
+        ("H: p + r, W: q + s", "r, s, ", {"r": 3, "s": 3, "sh": 1, "sw": 1, "height": 16}),
+        ("H: p * 2 + r, W: q * 2 + s", "r, s, ", {"r": 3, "s": 3, "sh": 2, "sw": 2, "height": 29}),
+        ("H: p * 2, W: q * 2", "", {"r": 1, "s": 1, "sh": 2, "sw": 2, "height": 27}),
+    ],
+)
+def test_a_conv_workload_is_read_with_its_strides_and_window(tmp_path, window, kernel, expected):
+    """AccelForge's conv einsums (as in its bundled resnet18.yaml): the input rank is the window the output and kernel
+    ranks index, stride included; dse builds the same layer on the same (padded) input, so the output is P x Q."""
+    bounds = ", ".join(f"0 <= {r} < {v}" for r, v in {"p": 14, "q": 14, "c": 8, "m": 16, "r": 3, "s": 3}.items())
+    text = (
+        "workload:\n  bits_per_value: {All: 8}\n  einsums:\n"
+        f'  - einsum: "O[p, q, n, m] = I[n, c, {window}] * W[{kernel}c, m]"\n'
+        f"    iteration_space_shape: [{bounds}]\n    rank_sizes: {{N: 1}}\n"
+        "    renames: {output: O, input: I, weight: W}\n"
+    )
+    path = tmp_path / "wl.yaml"
+    path.write_text(text)
+    wl = read_workload(path)
+    assert {k: wl.dims[k] for k in ("r", "s", "sh", "sw")} == {k: expected[k] for k in ("r", "s", "sh", "sw")}
+    graph = wl.graph()
+    (op,) = graph.ops
+    assert graph.tensors[op.inputs[0]].shape[2] == expected["height"]
+    assert graph.tensors[op.outputs[0]].shape[2:] == (14, 14)
+    assert wl.graph("p", 2).tensors[op.outputs[0]].shape[2:] == (7, 14)
+
+
+def test_an_unreadable_window_is_one_message(tmp_path):
+    path = tmp_path / "wl.yaml"
+    path.write_text(
+        'workload:\n  einsums:\n  - einsum: "O[p, q, m] = I[c, H: p - r, W: q + s] * W[r, s, c, m]"\n'
+        "    iteration_space_shape: [0 <= p < 4, 0 <= q < 4, 0 <= c < 4, 0 <= m < 4, 0 <= r < 3, 0 <= s < 3]\n"
+        "    renames: {output: O, input: I, weight: W}\n"
+    )
+    with pytest.raises(CompareError, match="cannot read the input window"):
+        read_workload(path)
+
+
+def _simba_case(output_in_glb: bool):
+    h = hierarchy(SIMBA_LIKE, _names(SIMBA_LIKE), "simba")
+    wl = Workload("matmul", {"m": 64, "k": 128, "n": 64}, {"ifmap": "A", "filter": "B", "ofmap": "Z"}, 8, "gemm")
+    kept = {
+        "InputBuffer|A|read": 1,
+        "WeightBuffer|B|read": 1,
+        "AccumulationBuffer|Z|write": 1,
+        "GlobalBuffer|A|read": 1,
+    }
+    if output_in_glb:
+        kept["GlobalBuffer|Z|write"] = 1
+    where = placement({"actions_per_component_tensor_action": kept}, h, wl)
+    table = price_table(f"simba_like_{output_in_glb}", h, where, 8)
+    return h, wl, where, table
+
+
+def test_an_output_drained_through_an_outer_buffer_pays_it_on_the_drain_not_on_every_partial_sum():
+    h, _, _, table = _simba_case(output_in_glb=True)
+    glb = 1e-13 + 2e-13  # GlobalBuffer read + write (pJ/bit x 1e12 below)
+    assert table.actions["sram_write_ofmap"].value == pytest.approx(0.2)  # AccumulationBuffer's write alone
+    assert table.actions["sram_read_ofmap"].value == pytest.approx(0.1 + glb * 1e12)
+    assert table.actions["sram_write_ifmap"].value == pytest.approx(0.2 + glb * 1e12)  # an input's fill
+
+
+def test_arrays_split_the_reduction_only_where_a_shared_buffer_adds_the_partial_outputs():
+    for output_in_glb in (True, False):
+        h, wl, where, table = _simba_case(output_in_glb)
+        cands = candidates(wl, h, table, where, 1e9, 10.0, ("fold",), ("ws",), 1.0)
+        splits = {c.split for c in cands}
+        assert ("k" in splits) is output_in_glb and {"m", "n"} <= splits
+        for c in cands:
+            if c.split == "k":  # one drain of Z to DRAM for all 16 arrays, every partial output through the buffer
+                assert c.counts["MainMemory|Z|write"] == pytest.approx(64 * 64 * 8)
+                assert c.counts["GlobalBuffer|Z|write"] == pytest.approx(16 * 64 * 64 * 8)

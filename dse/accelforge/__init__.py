@@ -6,22 +6,29 @@ Run: ``python benchmarks/accelforge_compare.py --arch ARCH.yaml --result RESULT.
 this module is its library (``main``).
 
 How the design is built, generically from RESULT.json's ``evaluated_arch`` (the YAML is checked to list the same
-components): the first memory is DRAM; the memories above the first spatial container are the on-chip SRAMs
-(their spatial fan-out, e.g. TPU v4i's 4 cores, multiplies the arrays); the container's fan-outs are the array's
-rows and columns; the memories below it are the PE's registers or scratchpads; the compute is the MAC. Which
-memory keeps which tensor comes from RESULT.json's action counts; the workload's ``renames`` say which tensor is the
-input (ifmap), the weight (filter) and the output (ofmap). The prices are a per-action table
-(``hwmodels.catalogs.actions.ActionTable``) made of AccelForge's energies: each tensor's SRAM is the innermost
-on-chip memory keeping it (outer ones add their write and read to each fill), its PE register the PE memory keeping
-it (none: 0), and that memory's size over the data width is the PE's scratchpad depth (``pe_weight_words``,
-``pe_input_words``, ``pe_psum_words``: the reuse inside the PE, ``hwmodels.systolic.pricing.pe_reuse``).
-AccelForge counts partial sums at the data width and no PE-to-PE transfers, so the design takes ``acc_bits`` = the
-data width and a zero forwarding price. Several arrays are one dse array of the summed PEs (side by side or
-stacked). The dataflows tried are those whose two spatial axes reuse what the array's fan-outs may (the YAML's
-``reuse:``: Eyeriss' weight + output is dse's is, TPU v4i's input + output is ws); the array is the PEs
-AccelForge's mapping uses (``spatial_usage``: its mapper tiles by exact divisors, so it may leave PEs idle; the
-whole array's figure is printed beside); the dse mapping is the lowest-energy of those dataflows x mappers (fold:
-SCALE-Sim's, cpsat: the optimal tiling), and the output says which.
+components; ``dse.accelforge.arch.hierarchy``): the first memory is DRAM; the innermost spatial container is the PE
+array (its fan-outs are the rows and columns) and every fan-out above it multiplies the arrays (TPU v4i's 4 cores
+under their local buffers, Simba's 16 PEs with buffers of their own); the memories between DRAM and the PE array
+are the on-chip SRAMs, those above the first fan-out one instance all arrays share; the memories inside the PE
+array are its registers or scratchpads; the compute inside it is the MAC. Which memory keeps which tensor comes
+from RESULT.json's action counts; the workload's ``renames`` say which tensor is the input (ifmap), the weight
+(filter) and the output (ofmap). The prices are a per-action table (``hwmodels.catalogs.actions.ActionTable``)
+made of AccelForge's energies: each tensor's SRAM is the innermost on-chip memory keeping it (the outer ones add
+their write and read to each fill or drain), its PE register the PE memory keeping it (none: 0), and that memory's
+size over the data width is the PE's scratchpad depth (``pe_weight_words``, ``pe_input_words``, ``pe_psum_words``:
+the reuse inside the PE, ``hwmodels.systolic.pricing.pe_reuse``). AccelForge counts partial sums at the data width
+and no PE-to-PE transfers, so the design takes ``acc_bits`` = the data width and a zero forwarding price; its
+buffers hold one copy of each tile, so the CP-SAT tiler runs single-buffered (``double_buffer=False``).
+
+Several arrays: dse evaluates one array on its share of the layer and scales it, the arrays splitting a dimension
+whose other operand every array then needs whole (a broadcast: fetched from DRAM and filled into a shared buffer
+once, and read from it once where the fan-out may reuse, ``multicasts``) or the reduction (each array adds its
+partial outputs in a shared buffer keeping the output; one drain to DRAM). The dataflows tried are those whose two
+spatial axes reuse what the array's fan-outs may (the YAML's ``reuse:``: Eyeriss' weight + output is dse's is, TPU
+v4i's input + output is ws); the array is the PEs AccelForge's mapping uses (``spatial_usage``: its mapper tiles by
+exact divisors, so it may leave PEs idle; the whole array's figure is printed beside); the dse mapping is the
+lowest-energy of those splits x dataflows x mappers (fold: SCALE-Sim's, cpsat: the optimal tiling), and the output
+says which.
 
 The last line is always ``total energy: dse X uJ, AccelForge Y uJ, error Z %`` (Z = dse / AccelForge - 1).
 """
@@ -101,10 +108,14 @@ def price_table(name: str, hier: Hierarchy, where: dict[str, list[Level]], bits:
                 actions[f"sram_{rw}_{role}"] = Sourced(0.0, "pJ/bit", f"{src}: {BYPASS}")
         else:
             inner, outer = chip[-1], chip[:-1]
+            # the outer levels stage what moves between DRAM and the inner one: an input's fill is the inner
+            # SRAM's write, an output's drain its read (its writes are the array's partial sums)
             staged = sum(lv.read_pj + lv.write_pj for lv in outer)
-            how = f"{inner.name}" + (f" (+ {', '.join(lv.name for lv in outer)} on each fill)" if outer else "")
-            actions[f"sram_read_{role}"] = Sourced(inner.read_pj, "pJ/bit", f"{src}: {how} read")
-            actions[f"sram_write_{role}"] = Sourced(inner.write_pj + staged, "pJ/bit", f"{src}: {how} write")
+            moves = "drain" if role == "ofmap" else "fill"
+            how = f"{inner.name}" + (f" (+ {', '.join(lv.name for lv in outer)} on each {moves})" if outer else "")
+            read, write = (staged, 0.0) if role == "ofmap" else (0.0, staged)
+            actions[f"sram_read_{role}"] = Sourced(inner.read_pj + read, "pJ/bit", f"{src}: {how} read")
+            actions[f"sram_write_{role}"] = Sourced(inner.write_pj + write, "pJ/bit", f"{src}: {how} write")
         pe = [lv for lv in where[role] if lv in hier.pe_mems]
         for rw in ("read", "write"):
             value = (pe[-1].read_pj if rw == "read" else pe[-1].write_pj) if pe else 0.0
@@ -213,7 +224,14 @@ def evaluate(wl, point, split, hier, where, mapper, cpsat_s) -> Candidate:
     broadcast = wl.splits.get(split) if split else None
     shared = [lv for lv in shared_levels(hier) if broadcast and lv in where[broadcast]]
     saved = {"dram": 0.0, "sram": 0.0}
-    if shared:  # every array fetched the broadcast tensor; the shared buffer holds one copy for all of them
+    if broadcast == "ofmap":  # a reduction split: the partial outputs add up in the shared buffer, one drain to DRAM
+        # (each array's drain is still a write and a read of it: the sum's read-modify-write, the last read the drain)
+        t = wl.tensors["ofmap"]
+        extra = counts[f"{hier.dram.name}|{t}|write"] * (n - 1) / n
+        saved = {"dram": extra * hier.dram.write_pj, "sram": 0.0}
+        energy -= saved["dram"]
+        counts[f"{hier.dram.name}|{t}|write"] -= extra
+    elif shared:  # every array fetched the broadcast tensor; the shared buffer holds one copy for all of them
         # and, where the fan-out may reuse (``multicasts``), sends each word it reads to every array in one read
         t = wl.tensors[broadcast]
         extra = counts[f"{hier.dram.name}|{t}|read"] * (n - 1) / n
@@ -229,7 +247,9 @@ def evaluate(wl, point, split, hier, where, mapper, cpsat_s) -> Candidate:
 
 
 def candidates(wl, hier, table, where, clock_hz, dram_gbps, mappers, dataflows, cpsat_s) -> list[Candidate]:
-    splits = list(wl.splits) if hier.arrays > 1 else [None]
+    # a reduction split needs a shared buffer keeping the output to add the partial outputs in
+    reducible = any(lv in where["ofmap"] for lv in shared_levels(hier))
+    splits = [s for s, role in wl.splits.items() if role != "ofmap" or reducible] if hier.arrays > 1 else [None]
     shapes = dict.fromkeys([(hier.rows, hier.cols), (hier.cols, hier.rows)])  # the same PEs either way round
     out = []
     for split, (rows, cols), df in itertools.product(splits, shapes, dataflows):
@@ -331,9 +351,6 @@ def reason(key: str, ours: float, theirs: float, hier: Hierarchy, cand: Candidat
         return f"dse's staging SRAM for {tensor} ({BYPASS})"
     if lv is hier.mac:
         return "MAC count: dse pads the folds"
-    padded = wl.kind == "conv" and role == "ifmap" and not more and (lv is hier.dram or action == "write")
-    if padded:
-        return "AccelForge's conv workload is the padded input (H = P + R - 1); dse pads on chip"
     if wl.kind == "conv" and role == "ifmap" and lv in hier.onchip and action == "read" and more:
         return "conv lowered to im2col (SCALE-Sim): each input word is read from the SRAM once per window it is in"
     chip = [c for c in (kept or {}).get(role, ()) if c in hier.onchip]
@@ -348,6 +365,12 @@ def reason(key: str, ours: float, theirs: float, hier: Hierarchy, cand: Candidat
         who = "dse's" if more else "AccelForge's"
         return f"mapping: {who} loop order re-fetches {tensor} from DRAM (dse: {cand.mapper}, {cand.dataflow})"
     a, b = (f"{g:g}" for g in cand.groups)
+    if role == "ofmap" and lv.name in hier.shared and cand.split and wl.splits[cand.split] == "ofmap":
+        return (
+            f"partial sums: dse's {hier.arrays} arrays split the reduction {cand.split} and add their partial outputs "
+            f"in {lv.name} (a write and a read each); AccelForge reduces across its PEs spatially (no on-chip "
+            "network or buffer access is counted)"
+        )
     if lv in hier.pe_mems:
         if role == "ofmap":
             return "partial sums: AccelForge spills and re-reads some across its spatial k reduction; dse adds in place"
@@ -439,7 +462,9 @@ def compare(args: argparse.Namespace) -> int:
         print(
             f"  dse energy = {hier.arrays} x one array's (model) - the DRAM fetches and buffer fills "
             f"{'and reads ' if hier.multicast else ''}of a broadcast tensor that a shared buffer fetches once"
-            f"{' and multicasts' if hier.multicast else ' (each array reads its own copy: may_reuse Nothing)'}"
+            f"{' and multicasts' if hier.multicast else ' (each array reads its own copy: may_reuse Nothing)'}; "
+            "or, when the arrays split the reduction, the partial outputs' drains to DRAM but one (they add up in "
+            "the shared buffer)"
         )
     print("  candidates (uJ, lowest chosen): " + ", ".join(f"{c.label} {c.energy_uj:.1f}" for c in cands))
     pe_depth = ", ".join(f"{r} {p[f'pe_{r}_words']}" for r in ("weight", "input", "psum"))

@@ -163,7 +163,7 @@ def used_pes(result: dict, hier: Hierarchy) -> Hierarchy:
 
 @dataclass(frozen=True)
 class Workload:
-    kind: str  # 'matmul' (m, k, n) or 'conv' (n, c, m, p, q, r)
+    kind: str  # 'matmul' (m, k, n) or 'conv' (n, c, m, p, q, r, s, sh, sw: kernel rows/cols, strides)
     dims: dict[str, int]
     tensors: dict[str, str]  # dse role ('ifmap' | 'filter' | 'ofmap') -> AccelForge tensor name
     bits: int
@@ -171,8 +171,11 @@ class Workload:
 
     @property
     def splits(self) -> dict[str, str]:
-        """Dimension the arrays may share out -> the role every array then needs whole (broadcast)."""
-        return {"m": "filter", "n": "ifmap"} if self.kind == "matmul" else {"p": "filter", "m": "ifmap"}
+        """Dimension the arrays may share out -> the role every array then needs whole (broadcast), or 'ofmap' for
+        the reduction (each array adds a partial output over its share of it)."""
+        if self.kind == "matmul":
+            return {"m": "filter", "n": "ifmap", "k": "ofmap"}
+        return {"p": "filter", "m": "ifmap", "c": "ofmap"}
 
     def graph(self, split: str | None = None, parts: int = 1) -> Graph:
         """The layer, or one array's share of it when ``parts`` arrays split dimension ``split``."""
@@ -183,12 +186,23 @@ class Workload:
         if self.kind == "matmul":
             b.linear(b.input("x", (d["m"], d["k"])), d["n"], name="layer", bias=False)
         else:
-            x = b.input("x", (d["n"], d["c"], d["p"], d["q"]))
-            b.conv(x, d["m"], d["r"], pad=d["r"] // 2, name="layer", bias=False)
+            # AccelForge's input is the padded map the window indexes (H = P x stride + R - stride): no padding here
+            height, width = (d["p"] - 1) * d["sh"] + d["r"], (d["q"] - 1) * d["sw"] + d["s"]
+            x = b.input("x", (d["n"], d["c"], height, width))
+            b.conv(x, d["m"], (d["r"], d["s"]), stride=(d["sh"], d["sw"]), name="layer", bias=False)
         return b.build()
 
 
 _TENSOR = re.compile(r"(\w+)\[([^\]]*)\]")
+_WINDOW = re.compile(r"\s*(\w+)\s*(?:\*\s*(\d+))?\s*(?:\+\s*(\w+))?\s*")  # 'p', 'p * 2', 'p + r', 'p * 2 + r'
+
+
+def _window(path: Path, expr: str) -> tuple[str, int, str | None]:
+    """An input rank's window ``H: p * stride + r``: (output rank, stride, kernel rank or None for 1 x 1)."""
+    m = _WINDOW.fullmatch(expr.split(":", 1)[1])
+    if not m:
+        raise CompareError(f"{path}: cannot read the input window {expr!r} (expected 'H: p + r' or 'H: p * 2 + r')")
+    return m.group(1), int(m.group(2) or 1), m.group(3)
 
 
 def read_workload(path: Path) -> Workload:
@@ -215,16 +229,22 @@ def read_workload(path: Path) -> Workload:
     windowed = [r for r in inp if ":" in r]
     size = {k.lower(): v for k, v in sizes.items()}
     roles = {WORKLOAD_ROLE[r]: names[r] for r in names}
-    if windowed:  # conv: input dims 'H: p + r'
-        c = next(r for r in wgt if r in inp)
-        kernel = [r for r in wgt if r not in inp and r not in out]
-        k_out = next(r for r in wgt if r in out)
-        p, q = (w.split(":")[1].split("+")[0].strip() for w in windowed)
-        if len(kernel) != 2 or size[kernel[0]] != size[kernel[1]]:
-            raise CompareError(f"{path}: only square kernels are compared")
-        dims = {"n": size.get("n", 1), "c": size[c], "m": size[k_out], "p": size[p], "q": size[q]}
-        dims["r"] = size[kernel[0]]
-        label = f"conv {dims['c']}->{dims['m']} {dims['p']}x{dims['q']} k{dims['r']}"
+    if windowed:  # conv: input dims 'H: p * stride + r', 'W: q * stride + s'
+        if len(windowed) != 2:
+            raise CompareError(f"{path}: a conv needs two windowed input ranks (H and W), found {len(windowed)}")
+        (p, sh, r), (q, sw, s) = (_window(path, w) for w in windowed)
+        channels = [x for x in wgt if x in inp]
+        outs = [x for x in wgt if x in out]
+        if len(channels) != 1 or len(outs) != 1:
+            raise CompareError(f"{path}: einsum {e['einsum']!r} is not a conv (one input and one output channel rank)")
+        rank = {**size, None: 1}
+        try:
+            dims = {"n": size.get("n", 1), "c": size[channels[0]], "m": size[outs[0]], "p": size[p], "q": size[q]}
+            dims.update(r=rank[r], s=rank[s], sh=sh, sw=sw)
+        except KeyError as err:
+            raise CompareError(f"{path}: rank {err} has no size in iteration_space_shape or rank_sizes") from None
+        stride = f" stride {sh}" + (f"x{sw}" if sw != sh else "") if (sh, sw) != (1, 1) else ""
+        label = f"conv {dims['c']}->{dims['m']} {dims['p']}x{dims['q']} k{dims['r']}x{dims['s']}{stride}"
         return Workload("conv", dims, roles, bits, label)
     contracted = [r for r in inp if r in wgt and r not in out]
     dims = {
