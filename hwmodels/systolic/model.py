@@ -380,7 +380,8 @@ def _tiled_core(op: Op, om: OpMapping, plan: TiledPlan, arch: SystolicArch, pric
         busy, fill, tail = compute, 0.0, 0.0
     elif not plan.double_buffered:  # the first loads and last drain are among the transfers compute waits for
         fill = tail = 0.0
-        moved = max(float(o.traffic) for o in plan.operands) if arch.dram_mode == "per_operand" else rd + wr
+        per_operand = [float(o.traffic) for o in plan.operands]
+        moved = max(per_operand, default=0.0) if arch.dram_mode == "per_operand" else rd + wr
         busy = compute + moved / bpc
     else:
         fill, tail = first_tiles / bpc, last_tile / bpc

@@ -127,10 +127,13 @@ def check_schedule(mapping: Mapping) -> CheckReport:
     """Check ``mapping`` (from a tiling mapper) against the rules above; raise ScheduleError if any break."""
     graph: Graph = mapping.graph
     plans = [om.payload for om in mapping.ops.values() if isinstance(om.payload, TiledPlan)]
-    target = target_of(mapping.arch, 1 if plans and not plans[0].double_buffered else 2)
+    buffering = {plan.double_buffered for plan in plans}
+    target = target_of(mapping.arch, 2 if buffering != {False} else 1)
     wb = target.word_bytes
     caps = dict(target.capacities)
     problems: list[str] = []
+    if len(buffering) > 1:
+        problems.append("the ops disagree on double-buffering: one schedule buffers its tiles one way")
 
     # -- order ---------------------------------------------------------------------------------
     index = {name: i for i, name in enumerate(mapping.order)}
