@@ -60,7 +60,7 @@ from hwmodels.catalogs.tech import Sourced
 from hwmodels.systolic.compute import folds, spatial_dims
 from hwmodels.systolic.cost import gemm_cost
 from hwmodels.systolic.model import SystolicModel, fold_streams
-from hwmodels.systolic.pricing import conv_window, pe_reuse
+from hwmodels.systolic.pricing import conv_window, design_prices, pe_reuse
 from mappers.payloads import FoldPlan, TiledPlan
 from mappers.systolic.cpsat import CpSatMapper
 from mappers.systolic.fold import SystolicFoldMapper
@@ -199,7 +199,7 @@ class Candidate:
     metrics: object
     energy_uj: float  # the whole design: arrays x one array's energy, less the fills a shared buffer serves once
     counts: dict[str, float]  # 'component|tensor|action' -> bits (MAC: operations), the whole design
-    saved_pj: dict[str, float]  # 'dram' | 'sram': what the shared buffer's single fetch takes off
+    saved_pj: dict[str, float]  # 'dram' | 'sram' | 'leakage': what the shared buffer's single fetch takes off
     groups: tuple[float, float]  # (a, b): row and column folds one pass covers from the PE scratchpads
 
     @property
@@ -224,6 +224,7 @@ def evaluate(wl, point, split, hier, where, mapper, cpsat_s) -> Candidate:
     broadcast = wl.splits.get(split) if split else None
     shared = [lv for lv in shared_levels(hier) if broadcast and lv in where[broadcast]]
     saved = {"dram": 0.0, "sram": 0.0}
+    extra = 0.0  # DRAM bits the shared buffer saves
     if broadcast == "ofmap":  # a reduction split: the partial outputs add up in the shared buffer, one drain to DRAM
         # (each array's drain is still a write and a read of it: the sum's read-modify-write, the last read the drain)
         t = wl.tensors["ofmap"]
@@ -242,6 +243,11 @@ def evaluate(wl, point, split, hier, where, mapper, cpsat_s) -> Candidate:
         staged = (f"{lv.name}|{t}|{rw}" for lv in shared for rw in actions)
         for key in (f"{hier.dram.name}|{t}|read", *staged):
             counts[key] -= extra
+    if extra:  # each array streamed those bits at its 1/n share of the DRAM bandwidth; the design moves them once
+        bits_per_s = point["dram_gbps"] * n * 8e9
+        leak = metrics.energy_breakdown_pj.get("leakage", 0.0) * n
+        saved["leakage"] = min(design_prices(arch).leakage_w * n * extra / bits_per_s * 1e12, leak * (n - 1) / n)
+        energy -= saved["leakage"]
     energy_uj = energy * 1e-6
     return Candidate(mapper, point["dataflow"], split, point, arch, mapping, metrics, energy_uj, counts, saved, groups)
 
