@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dse.accelforge import candidates, clock_hz, placement, price_table
-from dse.accelforge.arch import CompareError, Workload, hierarchy, multicasts, read_workload
+from dse.accelforge.arch import CompareError, Workload, check_fanouts, hierarchy, multicasts, read_workload
 
 
 def _memory(name, size=8192.0, leak=0.0, fanout=(), read=1e-13, write=2e-13):
@@ -189,3 +189,13 @@ def test_arrays_split_the_reduction_only_where_a_shared_buffer_adds_the_partial_
                 # the 15 drains saved were streamed at 1/16 of the DRAM bandwidth each: their time leaks no more
                 leak = c.metrics.energy_breakdown_pj["leakage"] * 16
                 assert 0 < c.saved_pj["leakage"] <= leak * 15 / 16
+
+
+def test_a_result_run_on_another_architecture_is_refused():
+    """Component names alone match across AccelForge's bundled architectures (MainMemory, GlobalBuffer, MAC); the
+    fan-outs tell an NVDLA result from Simba's YAML."""
+    simba_yaml = {"arch": {"nodes": [{"name": "ProcessingElement", "spatial": [{"name": "reuse_all", "fanout": 16}]}]}}
+    nvdla_rows = [_memory("MainMemory"), _container("ProcessingElement", 32, 192), _mac()]
+    with pytest.raises(CompareError, match=r"fans out \[32.0, 192.0\] in the result but \[16.0\]"):
+        check_fanouts(simba_yaml, nvdla_rows, "results/nvdla.json")
+    check_fanouts(simba_yaml, SIMBA_LIKE, "results/simba.json")  # its own: no error

@@ -48,6 +48,7 @@ from dse.accelforge.arch import (
     Hierarchy,
     Level,
     Workload,
+    check_fanouts,
     hierarchy,
     multicasts,
     read_workload,
@@ -434,6 +435,7 @@ def compare(args: argparse.Namespace) -> int:
     for key in ("evaluated_arch", "actions_per_component_tensor_action", "energy_per_component_action_J", "energy_J"):
         if key not in result:
             raise CompareError(f"{result_path}: no {key!r} (not an AccelForge run of scripts/af_run.py)")
+    check_fanouts(arch_yaml, result["evaluated_arch"], str(result_path))
     hier = multicasts(arch_yaml, hierarchy(result["evaluated_arch"], yaml_names, str(result_path)))
     wl = read_workload(workload_path(result, result_path, Path(args.workload) if args.workload else None))
     where = placement(result, hier, wl)

@@ -139,6 +139,21 @@ def hierarchy(evaluated: list[dict], yaml_names: list[str], where: str) -> Hiera
     )  # fmt: skip
 
 
+def check_fanouts(arch_yaml: dict, evaluated: list[dict], where: str) -> None:
+    """The YAML and RESULT.json must describe one architecture: every numeric fan-out the YAML gives a component
+    is the one AccelForge evaluated (a result run on another architecture with the same component names fails)."""
+    nodes = {n.get("name"): n for n in (arch_yaml.get("arch") or {}).get("nodes") or () if isinstance(n, dict)}
+    for entry in evaluated:
+        given = [s.get("fanout") for s in (nodes.get(entry["name"]) or {}).get("spatial") or () if isinstance(s, dict)]
+        ran = [float(s["fanout"]) for s in entry.get("spatial") or ()]
+        numeric = [float(f) for f in given if isinstance(f, (int, float))]
+        if len(numeric) == len(given) and given and numeric != ran:
+            raise CompareError(
+                f"{where}: {entry['name']} fans out {ran} in the result but {numeric} in the --arch YAML; "
+                "give the YAML the result was run on"
+            )
+
+
 def multicasts(arch_yaml: dict, hier: Hierarchy) -> Hierarchy:
     """``hier`` with ``multicast`` from the YAML: False where the arrays' fan-out says ``may_reuse: Nothing``
     (TPU v4i's cores each read their own copy), True where it may reuse (Simba's PEs share a multicast)."""
