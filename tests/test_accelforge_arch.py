@@ -199,3 +199,21 @@ def test_a_result_run_on_another_architecture_is_refused():
     with pytest.raises(CompareError, match=r"fans out \[32.0, 192.0\] in the result but \[16.0\]"):
         check_fanouts(simba_yaml, nvdla_rows, "results/nvdla.json")
     check_fanouts(simba_yaml, SIMBA_LIKE, "results/simba.json")  # its own: no error
+
+
+@pytest.mark.parametrize(
+    "einsum, message",
+    [
+        ("Z[b, m, n] = A[b, m, k] * B[b, k, n]", "a batched matmul"),
+        ("Z[m, n] = A[m, k] * B[k, n]", "rank 'k' has no size"),
+    ],
+)
+def test_a_matmul_workload_outside_the_template_is_one_message(tmp_path, einsum, message):
+    bounds = "[0 <= b < 2, 0 <= m < 8, 0 <= n < 8" + (", 0 <= k < 8]" if "b" in einsum else "]")
+    path = tmp_path / "wl.yaml"
+    path.write_text(
+        f'workload:\n  einsums:\n  - einsum: "{einsum}"\n    iteration_space_shape: {bounds}\n'
+        "    renames: {output: Z, input: A, weight: B}\n"
+    )
+    with pytest.raises(CompareError, match=message):
+        read_workload(path)

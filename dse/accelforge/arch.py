@@ -227,6 +227,12 @@ def read_workload(path: Path) -> Workload:
     if len(einsums) != 1:
         raise CompareError(f"{path}: expected one einsum, found {len(einsums)}")
     e = einsums[0]
+    lacking = [key for key in ("einsum", "iteration_space_shape", "renames") if not e.get(key)]
+    if lacking or any(role not in (e.get("renames") or {}) for role in WORKLOAD_ROLE):
+        raise CompareError(
+            f"{path}: the einsum needs einsum, iteration_space_shape and renames of output, input and weight"
+            + (f" (missing: {', '.join(lacking)})" if lacking else "")
+        )
     bits = int((spec.get("bits_per_value") or {}).get("All", 8))
     sizes = {}
     for bound in e["iteration_space_shape"]:
@@ -262,11 +268,18 @@ def read_workload(path: Path) -> Workload:
         label = f"conv {dims['c']}->{dims['m']} {dims['p']}x{dims['q']} k{dims['r']}x{dims['s']}{stride}"
         return Workload("conv", dims, roles, bits, label)
     contracted = [r for r in inp if r in wgt and r not in out]
-    dims = {
-        "m": math.prod(size[r] for r in inp if r not in contracted),
-        "k": math.prod(size[r] for r in contracted),
-        "n": math.prod(size[r] for r in wgt if r not in contracted),
-    }
+    batched = [r for r in inp if r in wgt and r in out]
+    if batched or not contracted:
+        what = f"a batched matmul (rank {', '.join(batched)} in all three tensors)" if batched else "no reduction"
+        raise CompareError(f"{path}: einsum {e['einsum']!r} is {what}; only Y[m, n] = X[m, k] * W[k, n] is compared")
+    try:
+        dims = {
+            "m": math.prod(size[r] for r in inp if r not in contracted),
+            "k": math.prod(size[r] for r in contracted),
+            "n": math.prod(size[r] for r in wgt if r not in contracted),
+        }
+    except KeyError as err:
+        raise CompareError(f"{path}: rank {err} has no size in iteration_space_shape or rank_sizes") from None
     return Workload("matmul", dims, roles, bits, f"matmul {dims['m']}x{dims['k']} x {dims['k']}x{dims['n']}")
 
 
