@@ -138,6 +138,26 @@ class ArrayMetrics:
         return [dict(zip(columns, row)) for row in zip(*(c.tolist() for c in columns.values()))]
 
 
+@dataclass
+class ArrayEvaluator:
+    """What every family's array evaluator shares: the graph, the spec's fixed parameters (as in
+    ``PointEvaluator``) and its metrics flattened as ``Metrics.flat()`` flattens the scalar path's. A family adds
+    ``evaluate_points`` and ``batch_points``."""
+
+    graph: Graph
+    fixed: dict
+
+    @staticmethod
+    def flat_columns(metrics: ArrayMetrics) -> dict[str, np.ndarray]:
+        """``Metrics.flat()`` of every design as columns (``ArrayMetrics.flat_columns``)."""
+        return metrics.flat_columns()
+
+    @staticmethod
+    def flat_rows(metrics: ArrayMetrics) -> list[dict[str, float]]:
+        """``Metrics.flat()`` of every design, one dict each."""
+        return metrics.flat_rows()
+
+
 def area_blocks_mm2(info: dict[str, Any]) -> dict[str, float]:
     """The area per block a model put in its ``info`` (without a ``total`` entry), or nothing."""
     blocks = info.get("area_breakdown_mm2") or {}

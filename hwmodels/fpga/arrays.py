@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from dse.graph import Graph, Op
-from hwmodels.base import ArrayMetrics
+from hwmodels.base import ArrayEvaluator, ArrayMetrics
 from hwmodels.catalogs.fpga import get_part
 from hwmodels.fpga.cost import MODEL_OVERHEAD_CYCLES, aux_cycles
 from hwmodels.fpga.model import FpgaDataflowModel, design_values, op_figures
@@ -188,12 +188,10 @@ def _shared_engines(
 
 
 @dataclass
-class FpgaArrayEvaluator:
+class FpgaArrayEvaluator(ArrayEvaluator):
     """Design points of one graph in, the scalar path's flat metrics out, a batch per call: the family table's
-    ``array_evaluator`` for ``fpga_dataflow`` (its default mapper, hls4ml). ``fixed`` as in ``PointEvaluator``."""
+    ``array_evaluator`` for ``fpga_dataflow`` (its default mapper, hls4ml)."""
 
-    graph: Graph
-    fixed: dict
     batch_points: int = CHUNK_DESIGNS  # points per call the explorer sends (ArrayExecutor)
 
     def evaluate_points(self, points: Sequence[dict]) -> tuple[ArrayMetrics, np.ndarray]:
@@ -207,13 +205,3 @@ class FpgaArrayEvaluator:
         except MappingError:
             return ArrayMetrics({}, {}), np.zeros(0, dtype=np.int64)
         return metrics, index
-
-    @staticmethod
-    def flat_columns(metrics: ArrayMetrics) -> dict[str, np.ndarray]:
-        """``Metrics.flat()`` of every design as columns (``ArrayMetrics.flat_columns``)."""
-        return metrics.flat_columns()
-
-    @staticmethod
-    def flat_rows(metrics: ArrayMetrics) -> list[dict[str, float]]:
-        """``Metrics.flat()`` of every design, one dict each."""
-        return metrics.flat_rows()

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from dse.graph import Graph
-from hwmodels.base import ArrayMetrics
+from hwmodels.base import ArrayEvaluator, ArrayMetrics
 from hwmodels.gpu.calibrate_board import with_board_power
 from hwmodels.gpu.cost import Gemm, KernelCost, Tile, tile_fits
 from hwmodels.gpu.model import collective_seconds, design_values, kernel_figures, memory_cost, tile_cost
@@ -176,12 +176,10 @@ def fastest_tiles(kernel: GpuKernel, arch: GpuArch) -> tuple[KernelCost, np.ndar
 
 
 @dataclass
-class GpuArrayEvaluator:
+class GpuArrayEvaluator(ArrayEvaluator):
     """Design points of one graph in, the scalar path's flat metrics out, a batch per call: the family table's
-    ``array_evaluator`` for ``gpu`` (its default mapper, tile). ``fixed`` as in ``PointEvaluator``."""
+    ``array_evaluator`` for ``gpu`` (its default mapper, tile)."""
 
-    graph: Graph
-    fixed: dict
     batch_points: int = BATCH_POINTS  # points per call the explorer sends (ArrayExecutor)
 
     def evaluate_points(self, points: Sequence[MappingType[str, Any]]) -> tuple[ArrayMetrics, np.ndarray]:
@@ -202,11 +200,6 @@ class GpuArrayEvaluator:
             {k: v[keep] for k, v in metrics.energy_breakdown_pj.items()},
         )
         return picked, np.array(accepted, dtype=np.int64)[keep]
-
-    @staticmethod
-    def flat_columns(metrics: ArrayMetrics) -> dict[str, np.ndarray]:
-        """``Metrics.flat()`` of every design as columns (``ArrayMetrics.flat_columns``)."""
-        return metrics.flat_columns()
 
     @staticmethod
     def flat_rows(metrics: ArrayMetrics) -> list[dict[str, float]]:

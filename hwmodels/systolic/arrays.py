@@ -29,7 +29,7 @@ import numpy as np
 
 from dse.graph import Graph
 from hwmodels.array_backend import NUMPY, ArrayBackend
-from hwmodels.base import ArrayMetrics, graph_batch
+from hwmodels.base import ArrayEvaluator, ArrayMetrics, graph_batch
 from hwmodels.systolic.batch import GemmShapes, gemm_cost_arrays
 from hwmodels.systolic.compute import LoweredGemm
 from hwmodels.systolic.cost import GemmCost, vector_busy_cycles
@@ -361,12 +361,10 @@ def _weighted_sum(value: np.ndarray | float, times: np.ndarray, shape: tuple[int
 
 
 @dataclass
-class SystolicArrayEvaluator:
+class SystolicArrayEvaluator(ArrayEvaluator):
     """Design points of one graph in, the scalar path's flat metrics out, a batch per call: the family
-    table's ``array_evaluator`` for ``systolic`` (its default mapper, fold). ``fixed`` as in ``PointEvaluator``."""
+    table's ``array_evaluator`` for ``systolic`` (its default mapper, fold)."""
 
-    graph: Graph
-    fixed: dict
     batch_points: int = CHUNK_DESIGNS  # points per call the explorer sends (ArrayExecutor)
     chunk: int = CHUNK_DESIGNS  # designs priced together (``evaluate_designs``)
     backend: ArrayBackend = NUMPY  # where the GEMM cost kernel runs (numpy unless a benchmark asks otherwise)
@@ -378,13 +376,3 @@ class SystolicArrayEvaluator:
         index = np.flatnonzero(accepted)
         designs = DesignColumns({name: column[index] for name, column in columns.items()})
         return evaluate_designs(self.graph, designs, self.chunk, self.backend), index
-
-    @staticmethod
-    def flat_columns(metrics: ArrayMetrics) -> dict[str, np.ndarray]:
-        """``Metrics.flat()`` of every design as columns (``ArrayMetrics.flat_columns``)."""
-        return metrics.flat_columns()
-
-    @staticmethod
-    def flat_rows(metrics: ArrayMetrics) -> list[dict[str, float]]:
-        """``Metrics.flat()`` of every design, one dict each."""
-        return metrics.flat_rows()
